@@ -1,0 +1,91 @@
+// Package graph is lookahead's object model and the budgeted, cycle-safe
+// breadth-first traversal every other package builds on.
+package graph
+
+import (
+	"errors"
+	"strconv"
+)
+
+// MaxIDBytes is the longest id lookahead accepts.
+const MaxIDBytes = 1024
+
+// Ref is one edge: the field of the referring object that holds ID.
+type Ref struct {
+	Field string
+	ID    string
+}
+
+// Object is the unit the origin stores and the sidecar caches. It is treated
+// as immutable once built: caches share one *Object between readers.
+type Object struct {
+	ID      string
+	Version uint64 // grows on every change; 0 = unknown
+	Type    string
+	Refs    []Ref
+	Payload []byte
+}
+
+// objectOverhead approximates the Go memory of an Object beyond its strings
+// and payload: the struct, slice headers and per-ref string headers.
+const (
+	objectOverhead = 96
+	refOverhead    = 32
+)
+
+// Size is the object's approximate memory cost in bytes, the unit caches
+// charge against their budgets.
+func (o *Object) Size() int64 {
+	n := int64(objectOverhead + len(o.ID) + len(o.Type) + len(o.Payload))
+	for _, r := range o.Refs {
+		n += int64(refOverhead + len(r.Field) + len(r.ID))
+	}
+	return n
+}
+
+// Errors returned by ValidateID.
+var (
+	ErrEmptyID   = errors.New("graph: empty id")
+	ErrIDTooLong = errors.New("graph: id longer than 1024 bytes")
+	ErrNilObject = errors.New("graph: nil object")
+)
+
+// ValidateID reports whether id is acceptable as an object id.
+func ValidateID(id string) error {
+	switch {
+	case id == "":
+		return ErrEmptyID
+	case len(id) > MaxIDBytes:
+		return ErrIDTooLong
+	}
+	return nil
+}
+
+// Validate checks the object's own id and the ids of its refs.
+func (o *Object) Validate() error {
+	if o == nil {
+		return ErrNilObject
+	}
+	if err := ValidateID(o.ID); err != nil {
+		return err
+	}
+	for i, r := range o.Refs {
+		if err := ValidateID(r.ID); err != nil {
+			return &RefError{Index: i, Field: r.Field, Err: err}
+		}
+	}
+	return nil
+}
+
+// RefError names the ref of an object that is invalid.
+type RefError struct {
+	Index int
+	Field string
+	Err   error
+}
+
+func (e *RefError) Error() string {
+	return "ref " + strconv.Itoa(e.Index) + " (" + e.Field + "): " + e.Err.Error()
+}
+
+func (e *RefError) Unwrap() error { return e.Err }
