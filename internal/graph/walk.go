@@ -68,6 +68,14 @@ func (t *Traversal) Level() int { return t.level }
 // The slice is owned by the traversal until the next Resolve.
 func (t *Traversal) Pending() []string { return t.pending }
 
+// Remaining is how many more ids the traversal may schedule; -1 = no cap.
+func (t *Traversal) Remaining() int {
+	if t.budget.MaxObjects <= 0 {
+		return -1
+	}
+	return t.budget.MaxObjects - t.scheduled
+}
+
 // Missing returns the scheduled ids that Resolve was not given objects for.
 func (t *Traversal) Missing() []string { return t.missing }
 

@@ -28,8 +28,8 @@ type Set struct {
 
 	Hits      *prometheus.CounterVec // tier
 	Misses    prometheus.Counter
-	Negative  prometheus.Counter // answered NOT_FOUND from a negative entry
-	Joined    prometheus.Counter // demands that waited for an in-flight fetch
+	Negative  prometheus.Counter     // answered NOT_FOUND from a negative entry
+	Joined    prometheus.Counter     // demands that waited for an in-flight fetch
 	Evictions *prometheus.CounterVec // tier
 	// SetsDropped counts main-tier writes that ristretto's buffer dropped;
 	// SetsRejected those its admission policy refused.

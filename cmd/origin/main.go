@@ -1,0 +1,244 @@
+// Command origin runs lookahead's reference origin: the OriginService over an
+// embedded store, with dataset generators and artificial latency for
+// experiments.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/originserver"
+	"github.com/lookahead-dev/lookahead/internal/store"
+)
+
+type options struct {
+	listen, metricsListen, dataDir, addrFile, loadPath string
+	seed                                               string
+	reseed                                             bool
+	tasks                                              taskOptions
+	random                                             randomOptions
+	server                                             originserver.Config
+	drainTimeout                                       time.Duration
+	logLevel                                           slog.Level
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("origin", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprintf(fs.Output(), "Usage: origin [flags]\n\nServes lookahead's OriginService over an embedded bbolt store.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:7071", "gRPC listen address; port 0 picks a free port (see -addr-file)")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9091", "HTTP address for /metrics; empty disables")
+	fs.StringVar(&o.dataDir, "data", "./data/origin", "directory of the store; the file is origin.db inside, created if needed")
+	fs.StringVar(&o.addrFile, "addr-file", "", `once serving (store open and seeded), write "grpc ADDR" and "metrics ADDR" lines to this file`)
+	fs.StringVar(&o.seed, "seed", "none", "dataset to generate into an empty store: none, tasks or random")
+	fs.BoolVar(&o.reseed, "reseed", false, "seed and -load even when the store is not empty (same ids get a new version)")
+	fs.IntVar(&o.tasks.roots, "task-roots", 500, "tasks dataset: independent task trees")
+	fs.IntVar(&o.tasks.fanout, "task-fanout", 5, "tasks dataset: subtasks per task")
+	fs.IntVar(&o.tasks.levels, "task-levels", 5, "tasks dataset: levels per tree (5 levels of 5 make 781 tasks)")
+	fs.IntVar(&o.tasks.payloadBytes, "payload-bytes", 10, "payload bytes of each generated object (db4o's RESULT-sized payloads)")
+	fs.IntVar(&o.random.nodes, "random-nodes", 10000, "random dataset: objects")
+	fs.IntVar(&o.random.refs, "random-refs", 3, "random dataset: refs per object, on average")
+	fs.Float64Var(&o.random.dangling, "random-dangling", 0.01, "random dataset: fraction of refs to objects that do not exist")
+	fs.Uint64Var(&o.tasks.seed, "dataset-seed", 1, "random number seed of the generated datasets")
+	fs.StringVar(&o.loadPath, "load", "", `NDJSON file to load into an empty store, one object per line: {"id":..,"version":..,"type":..,"refs":[{"field":..,"id":..}],"payload":base64} ("payload_text":string instead of "payload" for text)`)
+	fs.DurationVar(&o.server.Latency, "latency", 0, "artificial delay of every reply and of each stream's first message")
+	fs.IntVar(&o.server.MaxIDs, "max-ids", 10000, "ids per BatchGet, and roots and known ids per Expand")
+	fs.IntVar(&o.server.MaxDepth, "max-depth", 64, "largest depth an Expand may ask for")
+	fs.IntVar(&o.server.MaxObjects, "max-objects", 1000000, "largest max_objects an Expand may ask for, and the cap of one that sets none")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return nil, fmt.Errorf("-log-level: %w", err)
+	}
+	o.random.payloadBytes, o.random.seed = o.tasks.payloadBytes, o.tasks.seed
+	var errs []error
+	switch o.seed {
+	case "none":
+	case "tasks":
+		errs = append(errs, o.tasks.validate())
+	case "random":
+		errs = append(errs, o.random.validate())
+	default:
+		errs = append(errs, fmt.Errorf("-seed %q: want none, tasks or random", o.seed))
+	}
+	if o.listen == "" {
+		errs = append(errs, errors.New("-listen is empty: nothing to serve on"))
+	}
+	if o.dataDir == "" {
+		errs = append(errs, errors.New("-data is empty"))
+	}
+	if o.drainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("-drain-timeout %v is negative", o.drainTimeout))
+	}
+	return o, errors.Join(errs...)
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "origin:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, log); err != nil {
+		log.Error("origin stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+// run wires the pieces, serves until ctx ends and shuts down in reverse order.
+func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
+	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
+		return fmt.Errorf("data directory: %w", err)
+	}
+	st, err := store.Open(filepath.Join(o.dataDir, "origin.db"), store.Config{})
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := st.Close(); cerr != nil && err == nil {
+			err = cerr
+		}
+	}()
+	empty, err := st.Empty()
+	if err != nil {
+		return err
+	}
+	log.Info("store open", "path", filepath.Join(o.dataDir, "origin.db"), "revision", st.Revision(), "empty", empty)
+
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	svc, err := originserver.New(st, o.server, reg)
+	if err != nil {
+		return fmt.Errorf("server config: %w", err)
+	}
+	gs := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+	lookaheadv1.RegisterOriginServiceServer(gs, svc)
+	hs := health.NewServer()
+	for _, name := range []string{"", lookaheadv1.OriginService_ServiceDesc.ServiceName} {
+		hs.SetServingStatus(name, healthpb.HealthCheckResponse_NOT_SERVING)
+	}
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+
+	lis, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return fmt.Errorf("listen %s: %w", o.listen, err)
+	}
+	serveErr := make(chan error, 1)
+	go func() { serveErr <- gs.Serve(lis) }()
+	log.Info("listening", "addr", lis.Addr().String(), "latency", o.server.Latency.String())
+
+	var hsrv *http.Server
+	var metricsAddr string
+	if o.metricsListen != "" {
+		ml, err := net.Listen("tcp", o.metricsListen)
+		if err != nil {
+			gs.Stop()
+			return fmt.Errorf("listen %s: %w", o.metricsListen, err)
+		}
+		metricsAddr = ml.Addr().String()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		hsrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := hsrv.Serve(ml); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+		log.Info("metrics listening", "addr", metricsAddr)
+	}
+
+	var runErr error
+	if empty || o.reseed {
+		runErr = seed(ctx, st, o, log)
+	} else if o.seed != "none" || o.loadPath != "" {
+		log.Info("store not empty: not seeding (use -reseed to seed anyway)", "seed", o.seed, "load", o.loadPath)
+	}
+	if runErr == nil && ctx.Err() == nil {
+		for _, name := range []string{"", lookaheadv1.OriginService_ServiceDesc.ServiceName} {
+			hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
+		}
+		log.Info("serving", "addr", lis.Addr().String(), "metrics", metricsAddr, "revision", st.Revision())
+		if o.addrFile != "" {
+			runErr = writeAddrs(o.addrFile, lis.Addr().String(), metricsAddr)
+		}
+	}
+	if runErr == nil {
+		select {
+		case <-ctx.Done():
+		case runErr = <-serveErr:
+		}
+	}
+
+	log.Info("shutting down", "drain_timeout", o.drainTimeout.String())
+	hs.Shutdown()  // NOT_SERVING: load balancers and probes stop sending
+	svc.Shutdown() // ends Watch streams, which never end on their own
+	stopped := make(chan struct{})
+	go func() { gs.GracefulStop(); close(stopped) }()
+	drain := time.NewTimer(o.drainTimeout)
+	defer drain.Stop()
+	select {
+	case <-stopped:
+	case <-drain.C:
+		log.Warn("drain timeout: cutting in-flight requests")
+		gs.Stop()
+		<-stopped
+	}
+	if hsrv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = hsrv.Shutdown(sctx)
+	}
+	return runErr
+}
+
+// writeAddrs records where the origin listens, in the sidecar's -addr-file
+// format: "grpc ADDR", then "metrics ADDR" when metrics are served.
+func writeAddrs(path, grpcAddr, metricsAddr string) error {
+	b := fmt.Sprintf("grpc %s\n", grpcAddr)
+	if metricsAddr != "" {
+		b += fmt.Sprintf("metrics %s\n", metricsAddr)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b), 0o644); err != nil {
+		return fmt.Errorf("addr file: %w", err)
+	}
+	if err := os.Rename(tmp, path); err != nil { // readers never see a half-written file
+		return fmt.Errorf("addr file: %w", err)
+	}
+	return nil
+}

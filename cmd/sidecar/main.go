@@ -1,0 +1,250 @@
+// Command sidecar runs lookahead next to an application: a gRPC cache that
+// fetches object graphs from an origin and prefetches what comes next.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/reflection"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/origin"
+	"github.com/lookahead-dev/lookahead/internal/prefetch"
+	"github.com/lookahead-dev/lookahead/internal/server"
+)
+
+type options struct {
+	listen, unixSocket, metricsListen, originAddr, addrFile string
+	cache                                                   cache.Config
+	engine                                                  prefetch.Config
+	planner                                                 prefetch.Static
+	fields                                                  string
+	server                                                  server.Config
+	healthInterval, drainTimeout                            time.Duration
+	logLevel                                                slog.Level
+}
+
+func parseFlags(args []string) (*options, error) {
+	o := &options{}
+	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
+	fs.StringVar(&o.listen, "listen", "127.0.0.1:7070", "gRPC listen address (TCP); empty disables TCP")
+	fs.StringVar(&o.unixSocket, "unix-socket", "", "also listen on this unix socket path")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9090", "HTTP address for /metrics; empty disables")
+	fs.StringVar(&o.originAddr, "origin", "127.0.0.1:7071", "origin gRPC address (host:port or a grpc target such as unix:///path)")
+	fs.StringVar(&o.addrFile, "addr-file", "", "write the bound gRPC and metrics addresses to this file once listening")
+	o.cache.MainBytes = 256 << 20
+	o.cache.PrefetchBytes = 64 << 20
+	fs.Var((*byteSize)(&o.cache.MainBytes), "cache-bytes", "main tier budget in bytes (suffixes KiB, MiB, GiB)")
+	fs.Var((*byteSize)(&o.cache.PrefetchBytes), "prefetch-bytes", "prefetch tier budget in bytes: room for speculative objects (db4o prefetchCacheSize)")
+	fs.DurationVar(&o.cache.NegativeTTL, "negative-ttl", 5*time.Second, "how long a NOT_FOUND answer is remembered; negative disables")
+	fs.DurationVar(&o.cache.TTL, "ttl", 0, "time to live of cached objects; 0 = until evicted or invalidated")
+	mode := fs.String("prefetch-mode", "static", "prefetch mode: static or off")
+	fs.IntVar(&o.planner.Depth, "prefetch-depth", 3, "reference levels to prefetch below a demanded object (db4o prefetchDepth)")
+	fs.IntVar(&o.planner.MaxObjects, "prefetch-max-objects", 1000, "objects one expansion may fetch (db4o prefetchObjectCount); 0 = no cap")
+	fs.StringVar(&o.fields, "prefetch-fields", "", "comma-separated ref fields to follow; empty = all")
+	fs.IntVar(&o.engine.Workers, "prefetch-workers", 4, "concurrent speculative origin requests (Knafla's support threads)")
+	fs.IntVar(&o.engine.BatchSize, "batch-size", 256, "ids per origin BatchGet")
+	fs.IntVar(&o.engine.QueueSize, "prefetch-queue", 1024, "speculative jobs waiting for a worker; more are dropped and counted")
+	fs.BoolVar(&o.engine.DisableExpand, "no-expand", false, "never use the origin's server-side Expand")
+	fs.IntVar(&o.server.MaxIDs, "max-ids", 1000, "ids per request")
+	fs.IntVar(&o.server.MaxDepth, "max-depth", 16, "largest depth a request may ask for")
+	fs.IntVar(&o.server.MaxObjects, "max-objects", 100000, "largest max_objects a request may ask for")
+	fs.DurationVar(&o.healthInterval, "health-interval", time.Second, "how often the origin's health is checked")
+	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	o.engine.Mode = prefetch.Mode(*mode)
+	if o.fields != "" {
+		o.planner.Fields = strings.Split(o.fields, ",")
+	}
+	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
+		return nil, fmt.Errorf("-log-level: %w", err)
+	}
+	if o.listen == "" && o.unixSocket == "" {
+		return nil, errors.New("-listen and -unix-socket are both empty: nothing to serve on")
+	}
+	if err := o.planner.Validate(); err != nil {
+		return nil, err
+	}
+	return o, nil
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sidecar:", err)
+		os.Exit(2)
+	}
+	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := run(ctx, o, log); err != nil {
+		log.Error("sidecar stopped", "err", err)
+		os.Exit(1)
+	}
+}
+
+// run wires the pieces, serves until ctx ends and shuts down in reverse order.
+func run(ctx context.Context, o *options, log *slog.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	m := metrics.New(reg)
+
+	c, err := cache.New(o.cache, m)
+	if err != nil {
+		return fmt.Errorf("cache config: %w", err)
+	}
+	defer c.Close()
+	metrics.RegisterCacheSize(reg, c.Stats)
+
+	cc, err := grpc.NewClient(o.originAddr,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	if err != nil {
+		return fmt.Errorf("origin %s: %w", o.originAddr, err)
+	}
+	defer cc.Close()
+	oc := origin.NewClient(cc, m)
+
+	e, err := prefetch.New(o.engine, oc, c, o.planner, m)
+	if err != nil {
+		return fmt.Errorf("prefetch config: %w", err)
+	}
+	defer e.Close()
+
+	svc, err := server.New(o.server, e, c, oc, log)
+	if err != nil {
+		return fmt.Errorf("server config: %w", err)
+	}
+	gs := grpc.NewServer(server.Interceptors(m)...)
+	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
+	hs := health.NewServer()
+	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	healthpb.RegisterHealthServer(gs, hs)
+	reflection.Register(gs)
+
+	var lis []net.Listener
+	if o.listen != "" {
+		l, err := net.Listen("tcp", o.listen)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", o.listen, err)
+		}
+		lis = append(lis, l)
+	}
+	if o.unixSocket != "" {
+		_ = os.Remove(o.unixSocket) // a stale socket from a crash
+		l, err := net.Listen("unix", o.unixSocket)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", o.unixSocket, err)
+		}
+		lis = append(lis, l)
+	}
+	var hsrv *http.Server
+	var metricsAddr string
+	if o.metricsListen != "" {
+		ml, err := net.Listen("tcp", o.metricsListen)
+		if err != nil {
+			return fmt.Errorf("listen %s: %w", o.metricsListen, err)
+		}
+		metricsAddr = ml.Addr().String()
+		mux := http.NewServeMux()
+		mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+		hsrv = &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := hsrv.Serve(ml); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics server", "err", err)
+			}
+		}()
+	}
+
+	var wg sync.WaitGroup
+	wctx, cancelWatch := context.WithCancel(ctx)
+	defer cancelWatch()
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		server.WatchOrigin(wctx, hs, oc.Check, o.healthInterval, log)
+	}()
+
+	serveErr := make(chan error, len(lis))
+	for _, l := range lis {
+		go func() { serveErr <- gs.Serve(l) }()
+		log.Info("serving", "addr", l.Addr().String(), "origin", o.originAddr, "metrics", metricsAddr)
+	}
+	if o.addrFile != "" {
+		if err := writeAddrs(o.addrFile, lis, metricsAddr); err != nil {
+			return err
+		}
+	}
+
+	var runErr error
+	select {
+	case <-ctx.Done():
+	case runErr = <-serveErr:
+	}
+	log.Info("shutting down", "drain_timeout", o.drainTimeout)
+	cancelWatch()
+	wg.Wait()
+	hs.Shutdown() // NOT_SERVING: load balancers and probes stop sending
+	stopped := make(chan struct{})
+	go func() { gs.GracefulStop(); close(stopped) }()
+	select {
+	case <-stopped:
+	case <-time.After(o.drainTimeout):
+		log.Warn("drain timeout: cutting in-flight requests")
+		gs.Stop()
+		<-stopped
+	}
+	if hsrv != nil {
+		sctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = hsrv.Shutdown(sctx)
+	}
+	if o.unixSocket != "" {
+		_ = os.Remove(o.unixSocket)
+	}
+	return runErr
+}
+
+// writeAddrs records where the sidecar listens, for tests and scripts that
+// start it on port 0: one "grpc ADDR" line per listener, then "metrics ADDR".
+func writeAddrs(path string, lis []net.Listener, metricsAddr string) error {
+	var b strings.Builder
+	for _, l := range lis {
+		fmt.Fprintf(&b, "grpc %s\n", l.Addr())
+	}
+	if metricsAddr != "" {
+		fmt.Fprintf(&b, "metrics %s\n", metricsAddr)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(b.String()), 0o644); err != nil {
+		return fmt.Errorf("addr file: %w", err)
+	}
+	return os.Rename(tmp, path) // readers never see a half-written file
+}

@@ -1,0 +1,411 @@
+// Package cache holds lookahead's objects in two tiers: a main tier for what
+// applications demanded and a bounded prefetch tier for speculation.
+package cache
+
+import (
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
+)
+
+// Tier names where a cached object was found.
+type Tier uint8
+
+// Tiers. The zero Tier is no tier: the answer of a negative entry.
+const (
+	TierMain     Tier = iota + 1 // demanded objects, in ristretto
+	TierPrefetch                 // speculative objects, lookahead's own LRU
+)
+
+// String returns the tier's metrics label.
+func (t Tier) String() string {
+	switch t {
+	case TierMain:
+		return metrics.TierMain
+	case TierPrefetch:
+		return metrics.TierPrefetch
+	}
+	return "none"
+}
+
+// Lookup is the answer of Get.
+type Lookup struct {
+	Object   *graph.Object // nil for a negative entry
+	Tier     Tier          // where Object was found; zero for a negative entry
+	Negative bool          // the id is remembered not to exist
+}
+
+// Cache is the two-tier object cache. Its methods are safe for concurrent use.
+//
+// The main tier is ristretto: fast, concurrent, admission by TinyLFU, but its
+// Sets are lossy (a full buffer drops them) and asynchronous (visible only
+// once its goroutine applies them). The prefetch tier is lookahead's own LRU
+// bounded by bytes, synchronous and lossless; speculation lands only there,
+// so it can never evict a demanded object. A prefetched object moves to the
+// main tier on its first hit.
+//
+// Versions: a copy replaces a cached one only if its version is greater, or
+// if both are 0 (unknown: the newest write wins, there is nothing to compare).
+// A known version therefore always beats 0, and 0 never replaces a known one.
+type Cache struct {
+	cfg  Config // defaults applied
+	m    *metrics.Set
+	main *mainTier
+
+	hitMain, hitPrefetch       prometheus.Counter
+	evictMain, evictPrefetch   prometheus.Counter
+	rejected, dropped, negHits prometheus.Counter
+
+	// life keeps ristretto from being closed under a caller: ristretto panics
+	// when a Set, Get or Wait races with its Close. Every method holds it for
+	// reading, Close for writing.
+	life   sync.RWMutex
+	closed bool // guarded by life
+	// shutdown is set by Close before it closes ristretto, which then evicts
+	// everything; callbacks read it to not count that as cache behaviour.
+	shutdown atomic.Bool
+
+	// mu guards the fields below. Lock order: life, then mu. Ristretto's
+	// callbacks never take mu, so ristretto calls (including a blocking Del
+	// or Wait) may be made with mu held.
+	mu  sync.Mutex
+	pre *lru // prefetch tier, budget PrefetchBytes, cost = object bytes
+	neg *lru // remembered absences, budget NegativeEntries, cost 1 each
+	// issued counts main-tier Sets ristretto accepted; settled is the value
+	// issued had when the last completed Wait began. Sets numbered above
+	// settled may still sit in ristretto's buffer, invisible to its Get.
+	issued, settled uint64
+	// promoting lists prefetch nodes with an unsettled promotion (promoSeq
+	// non-zero); at most one entry per node, so it is bounded by pre.len().
+	promoting []*node
+}
+
+// New builds a cache. m receives the cache's counters; nil keeps them on a
+// private registry. Close releases ristretto's goroutines.
+func New(cfg Config, m *metrics.Set) (*Cache, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	if m == nil {
+		m = metrics.New(prometheus.NewRegistry())
+	}
+	c := &Cache{
+		cfg:           cfg,
+		m:             m,
+		hitMain:       m.Hits.WithLabelValues(metrics.TierMain),
+		hitPrefetch:   m.Hits.WithLabelValues(metrics.TierPrefetch),
+		evictMain:     m.Evictions.WithLabelValues(metrics.TierMain),
+		evictPrefetch: m.Evictions.WithLabelValues(metrics.TierPrefetch),
+		rejected:      m.SetsRejected,
+		dropped:       m.SetsDropped,
+		negHits:       m.Negative,
+		pre:           newLRU(cfg.PrefetchBytes),
+		neg:           newLRU(int64(cfg.NegativeEntries)),
+	}
+	main, err := newMainTier(cfg.MainBytes, mainCallbacks{
+		evicted: func() {
+			if !c.shutdown.Load() {
+				c.evictMain.Inc()
+			}
+		},
+		rejected: func() {
+			if !c.shutdown.Load() {
+				c.rejected.Inc()
+			}
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("main tier: %w", err)
+	}
+	c.main = main
+	return c, nil
+}
+
+// Get answers id from the main tier, then the prefetch tier, then the
+// negative entries, and counts the hit, miss or negative answer. A prefetch
+// hit moves the object to the main tier (counting PrefetchUsed on its first
+// use) without waiting: until ristretto has applied the move, the prefetch
+// tier keeps answering for it.
+func (c *Cache) Get(id string) (Lookup, bool) {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return Lookup{}, false
+	}
+	if e, ok := c.main.get(id, c.cfg.Now); ok {
+		c.hitMain.Inc()
+		return Lookup{Object: e.obj, Tier: TierMain}, true
+	}
+	now := c.cfg.Now()
+	var t tally
+	c.mu.Lock()
+	n := c.liveLocked(c.pre, id, now, &t)
+	if n != nil {
+		c.useLocked(n, now, &t)
+	}
+	neg := n == nil && c.liveLocked(c.neg, id, now, nil) != nil
+	c.mu.Unlock()
+	c.report(&t)
+	switch {
+	case n != nil:
+		c.hitPrefetch.Inc()
+		return Lookup{Object: n.obj, Tier: TierPrefetch}, true
+	case neg:
+		c.negHits.Inc()
+		return Lookup{Negative: true}, true
+	}
+	c.m.Misses.Inc()
+	return Lookup{}, false
+}
+
+// Peek is Get without side effects on lookahead's side: no counting, no
+// promotion. known is true when the cache can answer: with the object, or
+// with nil for an id remembered not to exist. A main-tier probe still counts
+// as an access in ristretto's admission policy, which has no silent read.
+func (c *Cache) Peek(id string) (obj *graph.Object, known bool) {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return nil, false
+	}
+	if e, ok := c.main.get(id, c.cfg.Now); ok {
+		return e.obj, true
+	}
+	now := c.cfg.Now()
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if n := c.pre.get(id); n != nil && !n.expired(now) {
+		return n.obj, true
+	}
+	if n := c.neg.get(id); n != nil && !n.expired(now) {
+		return nil, true
+	}
+	return nil, false
+}
+
+// Promote moves id from the prefetch tier to the main tier as a hit there
+// would, counting PrefetchUsed on first use but no hit: for a demand that
+// was answered by joining the prefetch of id still in flight. It reports
+// whether the prefetch tier held id.
+func (c *Cache) Promote(id string) bool {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return false
+	}
+	now := c.cfg.Now()
+	var t tally
+	c.mu.Lock()
+	n := c.liveLocked(c.pre, id, now, &t)
+	if n != nil {
+		c.useLocked(n, now, &t)
+	}
+	c.mu.Unlock()
+	c.report(&t)
+	return n != nil
+}
+
+// AddDemand stores objects an application asked for in the main tier. When
+// it returns, Get finds every one of them: in the main tier, or in the
+// prefetch tier if ristretto's buffer dropped its Set (counted in
+// SetsDropped; kept as demanded, so its eviction is not wasted). The only
+// exception is an object ristretto's admission policy refused (counted in
+// SetsRejected).
+//
+// A copy older than a cached one is ignored (see Cache for the version rule).
+// A negative entry for an object's id is forgotten.
+func (c *Cache) AddDemand(objs ...*graph.Object) {
+	objs = newestByID(objs)
+	if len(objs) == 0 {
+		return
+	}
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return
+	}
+	now := c.cfg.Now()
+	expires := c.expiry(now)
+	var t tally
+	c.mu.Lock()
+	c.settleLocked()
+	for _, o := range objs {
+		c.forgetNegativeLocked(o.ID)
+		if cur, ok := c.main.get(o.ID, c.cfg.Now); ok && !replaces(o.Version, cur.obj.Version) {
+			continue // the main tier holds this version or a newer one
+		}
+		if n := c.liveLocked(c.pre, o.ID, now, &t); n != nil {
+			if n.obj.Version > o.Version {
+				continue // the prefetch tier holds a newer version
+			}
+			c.pre.remove(n) // superseded by the demanded copy
+		}
+		e := &entry{obj: o, cost: o.Size(), expires: expires}
+		if c.main.store(o.ID, e, c.cfg.TTL) {
+			c.issued++
+			continue
+		}
+		t.dropped++
+		c.insertLocked(&node{id: o.ID, obj: o, cost: e.cost, expires: expires, used: true}, now, &t)
+	}
+	seq := c.issued
+	c.mu.Unlock()
+	c.report(&t)
+
+	// One Wait for the whole batch makes every accepted Set visible to Get.
+	// It costs about as long as ristretto takes to apply what is buffered,
+	// microseconds, while the demand path has just paid an origin round
+	// trip; it runs without mu so that Get is not held up.
+	c.main.rc.Wait()
+	c.mu.Lock()
+	c.settledLocked(seq)
+	c.mu.Unlock()
+}
+
+// AddPrefetched stores speculative objects in the prefetch tier, evicting
+// its oldest objects when it is full (counted as evictions, and as wasted if
+// never used). Objects never go to the main tier from here, so speculation
+// cannot evict what was demanded. An object the main tier holds at the same
+// or a newer version is skipped; an older main-tier copy is dropped.
+func (c *Cache) AddPrefetched(objs ...*graph.Object) {
+	objs = newestByID(objs)
+	if len(objs) == 0 {
+		return
+	}
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return
+	}
+	now := c.cfg.Now()
+	expires := c.expiry(now)
+	var t tally
+	c.mu.Lock()
+	c.settleLocked()
+	for _, o := range objs {
+		c.forgetNegativeLocked(o.ID)
+		if cur, ok := c.main.get(o.ID, c.cfg.Now); ok {
+			if o.Version <= cur.obj.Version {
+				continue
+			}
+			c.main.rc.Del(o.ID) // stale; Del is ordered after every earlier Set
+		}
+		if n := c.liveLocked(c.pre, o.ID, now, &t); n != nil {
+			if !replaces(o.Version, n.obj.Version) {
+				continue
+			}
+			c.pre.remove(n)
+			t.discard(n)
+		}
+		c.insertLocked(&node{id: o.ID, obj: o, cost: o.Size(), expires: expires}, now, &t)
+	}
+	c.mu.Unlock()
+	c.report(&t)
+}
+
+// AddMissing remembers that ids do not exist, for NegativeTTL. Cached copies
+// of them are dropped first, as Invalidate does: the origin's answer is the
+// newer one.
+func (c *Cache) AddMissing(ids ...string) {
+	if len(ids) == 0 {
+		return
+	}
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return
+	}
+	now := c.cfg.Now()
+	var t tally
+	c.mu.Lock()
+	c.settleLocked()
+	t.buf = c.neg.pruneExpired(now, t.buf[:0])
+	clear(t.buf)
+	for _, id := range ids {
+		c.dropLocked(id, now, &t)
+		if c.cfg.NegativeTTL < 0 {
+			continue
+		}
+		if n := c.neg.get(id); n != nil {
+			c.neg.remove(n)
+		}
+		// Evicted absences are simply forgotten: the cost is a refetch.
+		c.neg.add(&node{id: id, cost: 1, expires: now.Add(c.cfg.NegativeTTL)}, nil)
+	}
+	c.mu.Unlock()
+	c.report(&t)
+}
+
+// Invalidate drops ids from both tiers and forgets negative entries for them.
+// It returns how many of the ids had an object cached. An unused prefetched
+// object dropped here counts as wasted.
+func (c *Cache) Invalidate(ids ...string) int {
+	if len(ids) == 0 {
+		return 0
+	}
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return 0
+	}
+	now := c.cfg.Now()
+	var t tally
+	n := 0
+	c.mu.Lock()
+	c.settleLocked()
+	for _, id := range ids {
+		if c.dropLocked(id, now, &t) {
+			n++
+		}
+		c.forgetNegativeLocked(id)
+	}
+	c.mu.Unlock()
+	c.report(&t)
+	return n
+}
+
+// Stats returns the bytes and objects each tier holds, keyed by the metrics
+// tier names, for metrics.RegisterCacheSize. The prefetch tier is exact. The
+// main tier counts what ristretto stores, plus Sets still in its buffer that
+// its admission policy is about to reject: exact whenever no Set is pending.
+// Objects expired by TTL count until ristretto's sweep (every 2.5 s) drops
+// them. Negative entries hold no object and are not counted.
+func (c *Cache) Stats() map[string]metrics.TierStats {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	s := map[string]metrics.TierStats{
+		metrics.TierMain:     {Bytes: c.main.bytes.Load(), Objects: c.main.objects.Load()},
+		metrics.TierPrefetch: {},
+	}
+	if !c.closed {
+		c.mu.Lock()
+		s[metrics.TierPrefetch] = metrics.TierStats{Bytes: c.pre.cost, Objects: int64(c.pre.len())}
+		c.mu.Unlock()
+	}
+	return s
+}
+
+// Close stops ristretto's goroutines and empties the cache. It waits for
+// calls in progress; later calls find nothing and store nothing. It is
+// idempotent.
+func (c *Cache) Close() {
+	c.life.Lock()
+	defer c.life.Unlock()
+	if c.closed {
+		return
+	}
+	c.closed = true
+	c.shutdown.Store(true)
+	c.main.rc.Close()
+	c.mu.Lock()
+	c.pre = newLRU(c.cfg.PrefetchBytes)
+	c.neg = newLRU(int64(c.cfg.NegativeEntries))
+	c.promoting = nil
+	c.mu.Unlock()
+}

@@ -1,0 +1,140 @@
+// Package originserver serves a store.Store as lookahead's reference origin:
+// the OriginService gRPC API with limits, metrics and artificial latency.
+package originserver
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/store"
+)
+
+// Config sets the server's limits. The zero value is ready to use.
+type Config struct {
+	// MaxIDs caps the ids of one BatchGet, and the roots and the known_ids
+	// of one Expand, each; zero = 10000.
+	MaxIDs int
+	// MaxDepth caps Expand's depth; zero = 64.
+	MaxDepth int
+	// MaxObjects caps Expand's max_objects, and is the cap of an Expand that
+	// sets none; zero = 1,000,000.
+	MaxObjects int
+	// Latency delays every reply, for experiments: each unary call before it
+	// answers, each Expand and Watch stream before its first message. The
+	// delay ends early, with the caller's status, when the caller's deadline
+	// passes or it cancels. Zero = no delay.
+	Latency time.Duration
+	// MessageObjects and MessageBytes bound one Expand message: a level with
+	// more objects or more bytes is split over several messages. Zero = 1000
+	// objects and 1 MiB.
+	MessageObjects int
+	MessageBytes   int
+	// WatchBatch caps the changes of one Watch message; zero = 1000.
+	WatchBatch int
+}
+
+func (c Config) withDefaults() Config {
+	def := func(v *int, d int) {
+		if *v == 0 {
+			*v = d
+		}
+	}
+	def(&c.MaxIDs, 10000)
+	def(&c.MaxDepth, 64)
+	def(&c.MaxObjects, 1_000_000)
+	def(&c.MessageObjects, 1000)
+	def(&c.MessageBytes, 1<<20)
+	def(&c.WatchBatch, 1000)
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	for _, f := range []struct {
+		name string
+		v    int
+	}{
+		{"max ids", c.MaxIDs}, {"max depth", c.MaxDepth}, {"max objects", c.MaxObjects},
+		{"message objects", c.MessageObjects}, {"message bytes", c.MessageBytes}, {"watch batch", c.WatchBatch},
+	} {
+		if f.v < 0 {
+			errs = append(errs, fmt.Errorf("originserver: %s %d is negative", f.name, f.v))
+		}
+	}
+	if c.Latency < 0 {
+		errs = append(errs, fmt.Errorf("originserver: latency %v is negative", c.Latency))
+	}
+	return errors.Join(errs...)
+}
+
+// Server implements lookaheadv1.OriginServiceServer over a store. It starts
+// no goroutines; Watch streams run on the gRPC server's and end when their
+// caller goes away or Shutdown is called.
+type Server struct {
+	lookaheadv1.UnimplementedOriginServiceServer
+
+	st  *store.Store
+	cfg Config
+	m   *serverMetrics
+
+	// wait sleeps for d unless ctx ends first; tests replace it to observe
+	// the latency without sleeping.
+	wait func(ctx context.Context, d time.Duration) error
+
+	shutdown     chan struct{} // closed by Shutdown
+	shutdownOnce sync.Once
+}
+
+// New serves st with cfg's limits and registers the server's metrics
+// (lookahead_origin_*) on reg; a nil reg registers them nowhere.
+func New(st *store.Store, cfg Config, reg prometheus.Registerer) (*Server, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	if st == nil {
+		return nil, errors.New("originserver: nil store")
+	}
+	m, err := newServerMetrics(reg, st)
+	if err != nil {
+		return nil, err
+	}
+	return &Server{
+		st:       st,
+		cfg:      cfg.withDefaults(),
+		m:        m,
+		wait:     sleep,
+		shutdown: make(chan struct{}),
+	}, nil
+}
+
+// Shutdown ends every Watch stream, running or future, with UNAVAILABLE, so
+// that a grpc.Server's GracefulStop need not wait for them: watches never end
+// on their own. Other calls are unaffected. Shutdown is idempotent.
+func (s *Server) Shutdown() {
+	s.shutdownOnce.Do(func() { close(s.shutdown) })
+}
+
+// delay holds a reply back by Config.Latency.
+func (s *Server) delay(ctx context.Context) error {
+	if s.cfg.Latency <= 0 {
+		return nil
+	}
+	return s.wait(ctx, s.cfg.Latency)
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

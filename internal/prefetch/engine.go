@@ -1,0 +1,587 @@
+package prefetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
+)
+
+// Origin is what the engine needs from an origin: one round trip for many ids.
+type Origin interface {
+	BatchGet(ctx context.Context, ids []string) (found []*graph.Object, missing []string, err error)
+}
+
+// Expander is an origin that can expand a subgraph server-side in one round
+// trip. Expand returns an error matching errors.ErrUnsupported when the origin
+// does not implement it; the engine then falls back to level-by-level
+// BatchGet and does not ask again.
+type Expander interface {
+	Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error
+}
+
+// Mode selects whether the engine speculates.
+type Mode string
+
+// Modes.
+const (
+	ModeStatic Mode = "static" // expand below demanded objects with the planner's budget
+	ModeOff    Mode = "off"    // demand fetches only, hints included: an operator's kill switch
+)
+
+// Config tunes the engine. Zero values take the documented defaults.
+type Config struct {
+	Mode          Mode // default static
+	Workers       int  // concurrent speculative origin requests (Knafla's support threads); default 4
+	BatchSize     int  // ids per origin BatchGet (Oracle's row prefetch); default 256
+	QueueSize     int  // speculative jobs waiting for a worker; beyond it jobs are dropped; default 1024
+	DisableExpand bool // never use the origin's Expand, even when it has one
+}
+
+func (c *Config) setDefaults() {
+	if c.Mode == "" {
+		c.Mode = ModeStatic
+	}
+	if c.Workers == 0 {
+		c.Workers = 4
+	}
+	if c.BatchSize == 0 {
+		c.BatchSize = 256
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = 1024
+	}
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Mode != ModeStatic && c.Mode != ModeOff {
+		errs = append(errs, fmt.Errorf("prefetch mode %q: want static or off", c.Mode))
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("prefetch workers %d: must be at least 1", c.Workers))
+	}
+	if c.BatchSize < 1 {
+		errs = append(errs, fmt.Errorf("batch size %d: must be at least 1", c.BatchSize))
+	}
+	if c.QueueSize < 1 {
+		errs = append(errs, fmt.Errorf("prefetch queue size %d: must be at least 1", c.QueueSize))
+	}
+	return errors.Join(errs...)
+}
+
+// Status says how an object of an answer was obtained.
+type Status int
+
+// Statuses.
+const (
+	StatusMiss          Status = iota + 1 // fetched from the origin for this request
+	StatusHit                             // main tier
+	StatusHitPrefetched                   // prefetch tier: speculation paid off
+	StatusJoined                          // waited for a fetch already in flight
+)
+
+// Result is one object of an answer.
+type Result struct {
+	Object *graph.Object
+	Status Status
+	Level  int // distance from the nearest root (Graph only)
+}
+
+type job struct {
+	roots  []*graph.Object
+	budget graph.Budget
+}
+
+// Engine answers demands from the cache and the origin and expands what it
+// fetched speculatively in the background. Demand fetches never wait for a
+// speculative worker: they run on the caller's goroutine and bypass the
+// worker limit. Speculative work is a bounded queue of jobs drained by
+// Workers goroutines, all stopped by Close.
+type Engine struct {
+	cfg      Config
+	origin   Origin
+	expander Expander // nil when the origin cannot expand
+	cache    *cache.Cache
+	planner  Planner
+	observer Observer // nil when the planner does not learn
+	m        *metrics.Set
+
+	flights  inflight
+	noExpand atomic.Bool // set once the origin answered UNIMPLEMENTED
+
+	jobs chan job
+	sem  chan struct{} // one slot per concurrent speculative origin request
+
+	ctx       context.Context // cancelled by Close; speculative work runs under it
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // the workers
+	closeOnce sync.Once
+}
+
+// New starts an engine with cfg.Workers speculative workers; Close stops them.
+// If o also implements Expander, expansions use it.
+func New(cfg Config, o Origin, c *cache.Cache, p Planner, m *metrics.Set) (*Engine, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	e := &Engine{
+		cfg: cfg, origin: o, cache: c, planner: p, m: m,
+		jobs: make(chan job, cfg.QueueSize),
+		sem:  make(chan struct{}, cfg.Workers),
+		ctx:  ctx, cancel: cancel,
+	}
+	if x, ok := o.(Expander); ok && !cfg.DisableExpand {
+		e.expander = x
+	}
+	if obs, ok := p.(Observer); ok {
+		e.observer = obs
+	}
+	if s, ok := p.(Static); ok && cfg.Mode == ModeStatic {
+		m.PrefetchDepth.Set(float64(s.Depth))
+	}
+	for i := 0; i < cfg.Workers; i++ {
+		e.wg.Add(1)
+		go e.work()
+	}
+	return e, nil
+}
+
+// Close cancels outstanding speculative work and waits for the workers. It
+// is idempotent.
+func (e *Engine) Close() {
+	e.closeOnce.Do(func() {
+		e.cancel()
+		e.wg.Wait()
+	})
+}
+
+func (e *Engine) work() {
+	defer e.wg.Done()
+	for {
+		select {
+		case <-e.ctx.Done():
+			return
+		case j := <-e.jobs:
+			e.expand(j)
+		}
+	}
+}
+
+// Get answers ids from the cache, fetching all misses of the request in one
+// round trip per BatchSize ids, and schedules the speculative expansion of
+// what it fetched. Results keep the order of ids, duplicates removed.
+func (e *Engine) Get(ctx context.Context, ids []string, h Hint) (results []Result, missing []string, err error) {
+	ids = dedupe(ids)
+	byID := make(map[string]Result, len(ids))
+	var need []string
+	var follow []*graph.Object // objects whose refs to expand speculatively
+	for _, id := range ids {
+		l, ok := e.cache.Get(id)
+		switch {
+		case !ok:
+			need = append(need, id)
+		case l.Negative:
+		case l.Tier == cache.TierPrefetch:
+			byID[id] = Result{Object: l.Object, Status: StatusHitPrefetched}
+			// A used prefetch moves the window: expand below it so that the
+			// application's next step is already on its way (Knafla's POD).
+			follow = append(follow, l.Object)
+		default:
+			byID[id] = Result{Object: l.Object, Status: StatusHit}
+		}
+	}
+	if len(need) > 0 {
+		got, err := e.demand(ctx, need)
+		if err != nil {
+			return nil, nil, err
+		}
+		for id, r := range got {
+			byID[id] = r
+			follow = append(follow, r.Object)
+		}
+	}
+	results = make([]Result, 0, len(byID))
+	for _, id := range ids {
+		if r, ok := byID[id]; ok {
+			results = append(results, r)
+			if e.observer != nil {
+				e.observer.ObserveDemand(r.Object, time.Now())
+			}
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	e.schedule(follow, h)
+	return results, missing, nil
+}
+
+// schedule queues the speculative expansion below roots, or drops it (and
+// counts it) when the queue is full: speculation never blocks a demand.
+func (e *Engine) schedule(roots []*graph.Object, h Hint) {
+	if len(roots) == 0 || e.cfg.Mode == ModeOff {
+		return
+	}
+	b := e.planner.Budget(roots, h)
+	if b.Depth <= 0 {
+		return
+	}
+	select {
+	case e.jobs <- job{roots: roots, budget: b}:
+	default:
+		e.m.PrefetchDropped.Inc()
+	}
+}
+
+// expand runs one speculative job: walk below its roots through what is
+// cached and fetch the rest, level by level, until the budget is spent.
+func (e *Engine) expand(j job) {
+	plan := NewPlan(j.roots, j.budget)
+	local := make(map[string]*graph.Object) // what this job's Expand calls returned
+	have := func(id string) (*graph.Object, bool) {
+		if o, ok := local[id]; ok {
+			return o, true
+		}
+		return e.cache.Peek(id)
+	}
+	for {
+		if e.ctx.Err() != nil {
+			return
+		}
+		st, ok := plan.Step(have)
+		if !ok {
+			return
+		}
+		var fetched []*graph.Object
+		if len(st.Fetch) > 0 {
+			var err error
+			if j.budget.Depth-st.Level > 0 && e.canExpand() {
+				fetched, err = e.expandRemote(e.ctx, st.Fetch, e.subBudget(plan, st, j.budget), true, local)
+			}
+			if err == nil && fetched == nil { // no Expand: level by level
+				fetched, err = e.speculate(st.Fetch)
+			}
+			if err != nil {
+				return // origin trouble or shutdown: speculation just stops
+			}
+		}
+		plan.Complete(fetched)
+	}
+}
+
+// subBudget is the budget of an Expand call that continues plan from the
+// level st: the remaining depth and objects, the same fields.
+func (e *Engine) subBudget(plan *Plan, st Step, b graph.Budget) graph.Budget {
+	sub := graph.Budget{Depth: b.Depth - st.Level, Fields: b.Fields}
+	if r := plan.Remaining(); r >= 0 {
+		sub.MaxObjects = r + len(st.Fetch)
+	}
+	return sub
+}
+
+func (e *Engine) canExpand() bool { return e.expander != nil && !e.noExpand.Load() }
+
+// expandRemote fetches the subgraph below ids in one Expand round trip. It
+// fills the cache (prefetch tier if speculative, main tier if demanded) and
+// local with everything received and returns the objects of ids themselves.
+// A nil slice and nil error mean the origin cannot expand: use BatchGet.
+func (e *Engine) expandRemote(ctx context.Context, ids []string, b graph.Budget, speculative bool, local map[string]*graph.Object) ([]*graph.Object, error) {
+	var first []*graph.Object
+	start := time.Now()
+	err := e.expander.Expand(ctx, ids, b, func(level int, objs []*graph.Object, missing []string) error {
+		e.fill(objs, missing, speculative)
+		for _, o := range objs {
+			local[o.ID] = o
+		}
+		if level == 0 {
+			first = append(first, objs...)
+		}
+		return nil
+	})
+	if errors.Is(err, errors.ErrUnsupported) {
+		e.noExpand.Store(true)
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if e.observer != nil {
+		e.observer.ObserveRoundTrip(time.Since(start))
+	}
+	if first == nil {
+		first = []*graph.Object{}
+	}
+	return first, nil
+}
+
+// fill stores what the origin sent and counts it by reason.
+func (e *Engine) fill(objs []*graph.Object, missing []string, speculative bool) {
+	reason := metrics.ReasonDemand
+	if speculative {
+		reason = metrics.ReasonPrefetch
+	}
+	var n int64
+	for _, o := range objs {
+		n += o.Size()
+	}
+	e.m.ObjectsFetched.WithLabelValues(reason).Add(float64(len(objs)))
+	e.m.BytesFetched.WithLabelValues(reason).Add(float64(n))
+	if speculative {
+		e.m.PrefetchIssued.Add(float64(len(objs)))
+		e.cache.AddPrefetched(objs...)
+	} else {
+		e.cache.AddDemand(objs...)
+	}
+	e.cache.AddMissing(missing...)
+}
+
+// demand fetches ids an application is waiting for: all batches at once,
+// on the caller's context, joining fetches already in flight.
+func (e *Engine) demand(ctx context.Context, ids []string) (map[string]Result, error) {
+	out := make(map[string]Result, len(ids))
+	joins, own := e.flights.claim(ids, e.cfg.BatchSize, false)
+	for c, cids := range joins { // counted on arrival: the demand now waits
+		e.m.Joined.Add(float64(len(cids)))
+		if c.speculative {
+			e.m.PrefetchLate.Add(float64(len(cids)))
+		}
+	}
+	var wg sync.WaitGroup
+	for _, b := range own {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			e.run(ctx, b, false)
+		}()
+	}
+	wg.Wait()
+	var retry []string
+	for _, b := range own {
+		if b.call.err != nil {
+			return nil, b.call.err
+		}
+		for id, o := range b.call.objs {
+			out[id] = Result{Object: o, Status: StatusMiss}
+		}
+	}
+	for c, cids := range joins {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		if c.err != nil {
+			// The fetch we joined failed, perhaps only because its owner gave
+			// up; ours may still succeed.
+			retry = append(retry, cids...)
+			continue
+		}
+		for _, id := range cids {
+			o, ok := c.objs[id]
+			if !ok {
+				continue
+			}
+			if c.speculative {
+				e.cache.Promote(id)
+			}
+			out[id] = Result{Object: o, Status: StatusJoined}
+		}
+	}
+	if len(retry) > 0 {
+		joins, own := e.flights.claim(retry, e.cfg.BatchSize, false)
+		for _, cids := range joins { // raced again: fetch regardless
+			own = append(own, &batch{ids: cids, call: &call{done: make(chan struct{})}})
+		}
+		for _, b := range own {
+			e.run(ctx, b, false)
+			if b.call.err != nil {
+				return nil, b.call.err
+			}
+			for id, o := range b.call.objs {
+				out[id] = Result{Object: o, Status: StatusMiss}
+			}
+		}
+	}
+	return out, nil
+}
+
+// speculate fetches ids for a prefetch job: in batches, each waiting for a
+// worker slot before it claims its ids, so that a demand never joins a fetch
+// that is itself still queued behind speculation.
+func (e *Engine) speculate(ids []string) ([]*graph.Object, error) {
+	var (
+		mu       sync.Mutex
+		out      []*graph.Object
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	for start := 0; start < len(ids); start += e.cfg.BatchSize {
+		chunk := ids[start:min(start+e.cfg.BatchSize, len(ids))]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case e.sem <- struct{}{}:
+			case <-e.ctx.Done():
+				return
+			}
+			defer func() { <-e.sem }()
+			joins, own := e.flights.claim(chunk, e.cfg.BatchSize, true)
+			var got []*graph.Object
+			var err error
+			for _, b := range own {
+				e.run(e.ctx, b, true)
+				if b.call.err != nil {
+					err = b.call.err
+				}
+				for _, o := range b.call.objs {
+					got = append(got, o)
+				}
+			}
+			for c, cids := range joins {
+				select {
+				case <-c.done:
+				case <-e.ctx.Done():
+					return
+				}
+				for _, id := range cids {
+					if o, ok := c.objs[id]; ok {
+						got = append(got, o)
+					}
+				}
+			}
+			mu.Lock()
+			out = append(out, got...)
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err := e.ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, firstErr
+}
+
+// run performs one owned batch: ids cached since they were claimed are taken
+// from the cache (a fetch that finished just before our claim filled it, see
+// inflight.release), the rest cost one origin round trip. The cache is filled
+// before the batch is released.
+func (e *Engine) run(ctx context.Context, b *batch, speculative bool) {
+	c := b.call
+	c.objs = make(map[string]*graph.Object, len(b.ids))
+	var ask []string
+	for _, id := range b.ids {
+		if o, known := e.cache.Peek(id); known && o != nil {
+			c.objs[id] = o
+		} else {
+			ask = append(ask, id)
+		}
+	}
+	if len(ask) > 0 {
+		start := time.Now()
+		found, missing, err := e.origin.BatchGet(ctx, ask)
+		if err == nil {
+			if e.observer != nil {
+				e.observer.ObserveRoundTrip(time.Since(start))
+			}
+			e.fill(found, missing, speculative)
+			for _, o := range found {
+				c.objs[o.ID] = o
+			}
+		}
+		c.err = err
+	}
+	e.flights.release(b)
+}
+
+// Graph walks the subgraph below roots breadth-first and hands each level to
+// emit as soon as it is complete. Every object is demanded: cached ones are
+// hits, the rest are fetched a level at a time (all batches of a level in
+// parallel), or the whole remaining subgraph in one Expand round trip when
+// the origin has it. It returns the ids that do not exist.
+func (e *Engine) Graph(ctx context.Context, roots []string, b graph.Budget, emit func(level int, rs []Result) error) (missing []string, err error) {
+	plan := NewPlanIDs(roots, b)
+	status := make(map[string]Status)
+	local := make(map[string]*graph.Object) // what Expand returned for this walk
+	have := func(id string) (*graph.Object, bool) {
+		if o, ok := local[id]; ok {
+			return o, true
+		}
+		l, ok := e.cache.Get(id)
+		if !ok {
+			return nil, false
+		}
+		if l.Negative {
+			return nil, true
+		}
+		if l.Tier == cache.TierPrefetch {
+			status[id] = StatusHitPrefetched
+		} else {
+			status[id] = StatusHit
+		}
+		return l.Object, true
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		st, ok := plan.Step(have)
+		if !ok {
+			return plan.Missing(), nil
+		}
+		var fetched []*graph.Object
+		if len(st.Fetch) > 0 {
+			if b.Depth-st.Level > 0 && e.canExpand() {
+				fetched, err = e.expandRemote(ctx, st.Fetch, e.subBudget(plan, st, b), false, local)
+				if err != nil {
+					return nil, err
+				}
+			}
+			if fetched == nil {
+				got, err := e.demand(ctx, st.Fetch)
+				if err != nil {
+					return nil, err
+				}
+				for id, r := range got {
+					status[id] = r.Status
+					fetched = append(fetched, r.Object)
+				}
+			}
+		}
+		objs := plan.Complete(fetched)
+		rs := make([]Result, len(objs))
+		for i, o := range objs {
+			s, ok := status[o.ID]
+			if !ok {
+				s = StatusMiss
+			}
+			rs[i] = Result{Object: o, Status: s, Level: st.Level}
+		}
+		if err := emit(st.Level, rs); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func dedupe(ids []string) []string {
+	seen := make(map[string]struct{}, len(ids))
+	out := ids[:0:0]
+	for _, id := range ids {
+		if _, ok := seen[id]; !ok {
+			seen[id] = struct{}{}
+			out = append(out, id)
+		}
+	}
+	return out
+}

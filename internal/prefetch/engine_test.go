@@ -1,0 +1,289 @@
+package prefetch
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// walkByGet visits a tree object by object, as db4o activation does, and
+// returns the status of every Get.
+func walkByGet(t *testing.T, e *Engine, root string) []Status {
+	t.Helper()
+	var statuses []Status
+	queue := []string{root}
+	for len(queue) > 0 {
+		id := queue[0]
+		queue = queue[1:]
+		rs, missing, err := e.Get(context.Background(), []string{id}, Hint{})
+		require.NoError(t, err)
+		require.Empty(t, missing, id)
+		require.Len(t, rs, 1)
+		statuses = append(statuses, rs[0].Status)
+		for _, r := range rs[0].Object.Refs {
+			queue = append(queue, r.ID)
+		}
+	}
+	return statuses
+}
+
+func waitIssued(t *testing.T, r *rig, n int) {
+	t.Helper()
+	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.PrefetchIssued) >= float64(n) },
+		10*time.Second, time.Millisecond, "prefetch never delivered %d objects", n)
+}
+
+func TestWalkMakesOneOriginCallPerLevel(t *testing.T) {
+	objs := tree(t, 3, 5) // 121 objects, 4 levels below the root
+	tests := []struct {
+		name        string
+		expand      bool
+		wantBatch   int
+		wantExpands int
+	}{
+		{name: "level-batched BatchGet", wantBatch: 1 + 4},
+		{name: "server-side Expand", expand: true, wantBatch: 1, wantExpands: 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			fo := newFakeOrigin(objs)
+			var o Origin = fo
+			fx := &fakeExpander{fakeOrigin: fo}
+			if tt.expand {
+				o = fx
+			}
+			r := newRig(t, o, Config{}, Static{Depth: 4, MaxObjects: 1000}, cache.Config{})
+			_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+			require.NoError(t, err)
+			waitIssued(t, r, len(objs)-1)
+
+			statuses := walkByGet(t, r.engine, "task-0")
+			require.Len(t, statuses, len(objs))
+			for i, s := range statuses {
+				assert.Contains(t, []Status{StatusHit, StatusHitPrefetched}, s, "Get %d", i)
+			}
+			assert.Equal(t, tt.wantBatch, fo.calls(), "BatchGet round trips")
+			assert.Equal(t, tt.wantExpands, fx.expandCalls(), "Expand round trips")
+			assert.Equal(t, float64(len(objs)-1), testutil.ToFloat64(r.m.PrefetchUsed))
+		})
+	}
+}
+
+func TestPrefetchOffMakesOneCallPerObject(t *testing.T) {
+	objs := tree(t, 3, 3)
+	fo := newFakeOrigin(objs)
+	r := newRig(t, fo, Config{Mode: ModeOff}, Static{Depth: 4}, cache.Config{})
+	statuses := walkByGet(t, r.engine, "task-0")
+	assert.Len(t, statuses, len(objs))
+	assert.Equal(t, len(objs), fo.calls())
+	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchIssued))
+}
+
+func TestDemandJoinsPrefetchInFlight(t *testing.T) {
+	objs := tree(t, 3, 2) // task-0 with children .1 .2 .3
+	fo := newFakeOrigin(objs)
+	fo.block["task-0.1"] = true
+	r := newRig(t, fo, Config{}, Static{Depth: 1}, cache.Config{})
+
+	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+	require.NoError(t, err)
+	asked := <-fo.started // the prefetch of the children is now at the origin
+	require.ElementsMatch(t, []string{"task-0.1", "task-0.2", "task-0.3"}, asked)
+
+	done := make(chan []Result)
+	go func() {
+		rs, _, err := r.engine.Get(context.Background(), []string{"task-0.1"}, Hint{})
+		assert.NoError(t, err)
+		done <- rs
+	}()
+	// The demand must be waiting on the prefetch, not at the origin itself.
+	require.Eventually(t, func() bool { return r.engine.flights.has("task-0.1") }, 5*time.Second, time.Millisecond)
+	close(fo.release)
+	rs := <-done
+	require.Len(t, rs, 1)
+	assert.Equal(t, StatusJoined, rs[0].Status)
+	assert.Equal(t, 2, fo.calls(), "root demand + one prefetch; the demand made none")
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchLate))
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchUsed))
+}
+
+func TestConcurrentDemandsCoalesce(t *testing.T) {
+	objs := tree(t, 2, 1)
+	fo := newFakeOrigin(objs)
+	fo.block["task-0"] = true
+	r := newRig(t, fo, Config{Mode: ModeOff}, Static{}, cache.Config{})
+	const n = 100
+	errs := make(chan error, n)
+	for i := 0; i < n; i++ {
+		go func() {
+			_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+			errs <- err
+		}()
+	}
+	<-fo.started
+	// Every other Get either joins the flight or, once it lands, hits.
+	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == n-1 }, 5*time.Second, time.Millisecond)
+	close(fo.release)
+	for i := 0; i < n; i++ {
+		require.NoError(t, <-errs)
+	}
+	assert.Equal(t, 1, fo.calls())
+}
+
+func TestDemandDoesNotQueueBehindSpeculation(t *testing.T) {
+	objs := append(tree(t, 3, 2), &graph.Object{ID: "other", Version: 1})
+	fo := newFakeOrigin(objs)
+	fo.block["task-0.1"] = true
+	r := newRig(t, fo, Config{Workers: 1}, Static{Depth: 1}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+	require.NoError(t, err)
+	<-fo.started // the only worker is busy with a stalled prefetch
+	rs, _, err := r.engine.Get(context.Background(), []string{"other"}, Hint{Depth: new(int)})
+	require.NoError(t, err)
+	assert.Equal(t, StatusMiss, rs[0].Status)
+	close(fo.release)
+}
+
+func TestPrefetchFloodNeverEvictsDemanded(t *testing.T) {
+	root := &graph.Object{ID: "root", Version: 1}
+	objs := []*graph.Object{root}
+	for i := 0; i < 2000; i++ {
+		id := "c" + itoa(i)
+		root.Refs = append(root.Refs, graph.Ref{Field: "f", ID: id})
+		objs = append(objs, &graph.Object{ID: id, Version: 1, Payload: make([]byte, 256)})
+	}
+	var demanded []string
+	for i := 0; i < 50; i++ {
+		id := "d" + itoa(i)
+		demanded = append(demanded, id)
+		objs = append(objs, &graph.Object{ID: id, Version: 1, Payload: make([]byte, 256)})
+	}
+	fo := newFakeOrigin(objs)
+	r := newRig(t, fo, Config{BatchSize: 100}, Static{Depth: 1, MaxObjects: 5000},
+		cache.Config{MainBytes: 64 << 20, PrefetchBytes: 16 << 10}) // room for ~40 prefetched
+	_, _, err := r.engine.Get(context.Background(), demanded, Hint{Depth: new(int)})
+	require.NoError(t, err)
+	_, _, err = r.engine.Get(context.Background(), []string{"root"}, Hint{})
+	require.NoError(t, err)
+	waitIssued(t, r, 2000)
+
+	assert.Greater(t, testutil.ToFloat64(r.m.PrefetchWasted), 1000.0)
+	callsBefore := fo.calls()
+	rs, missing, err := r.engine.Get(context.Background(), demanded, Hint{Depth: new(int)})
+	require.NoError(t, err)
+	require.Empty(t, missing)
+	for _, res := range rs {
+		assert.Equal(t, StatusHit, res.Status, res.Object.ID)
+	}
+	assert.Equal(t, callsBefore, fo.calls(), "demanded objects were all still cached")
+}
+
+func TestFullQueueDropsSpeculation(t *testing.T) {
+	// x0..x9 each refer to a child the origin stalls on.
+	var objs []*graph.Object
+	fo := newFakeOrigin(nil)
+	for i := 0; i < 10; i++ {
+		child := "b" + itoa(i)
+		objs = append(objs, &graph.Object{ID: "x" + itoa(i), Refs: []graph.Ref{{Field: "f", ID: child}}},
+			&graph.Object{ID: child})
+		fo.block[child] = true
+	}
+	for _, o := range objs {
+		fo.objs[o.ID] = o
+	}
+	r := newRig(t, fo, Config{Workers: 1, QueueSize: 1}, Static{Depth: 1}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{"x0"}, Hint{})
+	require.NoError(t, err)
+	<-fo.started // the only worker is stalled on b0
+	// One more job fits the queue; the rest must be dropped, not block.
+	for i := 1; i < 10; i++ {
+		_, _, err := r.engine.Get(context.Background(), []string{"x" + itoa(i)}, Hint{})
+		require.NoError(t, err)
+	}
+	assert.Equal(t, 8.0, testutil.ToFloat64(r.m.PrefetchDropped))
+	close(fo.release)
+}
+
+func TestExpandUnsupportedFallsBackOnce(t *testing.T) {
+	objs := tree(t, 2, 4)
+	fx := &fakeExpander{fakeOrigin: newFakeOrigin(objs), unsupported: true}
+	r := newRig(t, fx, Config{}, Static{Depth: 3}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+	require.NoError(t, err)
+	waitIssued(t, r, len(objs)-1)
+	assert.Equal(t, 1, fx.expandCalls(), "asked once, then remembered")
+	assert.Equal(t, 1+3, fx.calls(), "demand + one BatchGet per level")
+}
+
+func TestGraphStreamsBreadthFirst(t *testing.T) {
+	objs := tree(t, 2, 4) // 15 objects
+	for _, expand := range []bool{false, true} {
+		t.Run(map[bool]string{false: "batch", true: "expand"}[expand], func(t *testing.T) {
+			fo := newFakeOrigin(objs)
+			var o Origin = fo
+			fx := &fakeExpander{fakeOrigin: fo}
+			if expand {
+				o = fx
+			}
+			r := newRig(t, o, Config{Mode: ModeOff}, Static{}, cache.Config{})
+			var got []string
+			lastLevel := 0
+			missing, err := r.engine.Graph(context.Background(), []string{"task-0", "nope"}, graph.Budget{Depth: 10},
+				func(level int, rs []Result) error {
+					assert.GreaterOrEqual(t, level, lastLevel)
+					lastLevel = level
+					for _, res := range rs {
+						got = append(got, res.Object.ID)
+						assert.Equal(t, level, res.Level)
+					}
+					return nil
+				})
+			require.NoError(t, err)
+			assert.Equal(t, []string{"nope"}, missing)
+			want := make([]string, len(objs))
+			for i, o := range objs {
+				want[i] = o.ID
+			}
+			assert.Equal(t, want, got, "exactly the graph, breadth-first")
+			if expand {
+				assert.Equal(t, 1, fx.expandCalls())
+				assert.Equal(t, 0, fo.calls())
+			} else {
+				assert.Equal(t, 4, fo.calls(), "one BatchGet per level")
+			}
+			// A second walk is all hits.
+			_, err = r.engine.Graph(context.Background(), []string{"task-0"}, graph.Budget{Depth: 10},
+				func(_ int, rs []Result) error {
+					for _, res := range rs {
+						assert.Equal(t, StatusHit, res.Status)
+					}
+					return nil
+				})
+			require.NoError(t, err)
+		})
+	}
+}
+
+func TestCloseStopsHeavyPrefetch(t *testing.T) {
+	objs := tree(t, 5, 5)
+	fo := newFakeOrigin(objs)
+	for _, o := range objs[1:] {
+		fo.block[o.ID] = true
+	}
+	r := newRig(t, fo, Config{Workers: 4, BatchSize: 2}, Static{Depth: 4, MaxObjects: 1000}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+	require.NoError(t, err)
+	<-fo.started
+	r.engine.Close() // the fetches are stalled at the origin: Close must cut them
+	r.engine.Close() // idempotent
+	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchIssued), "nothing stalled was cached")
+}
+
+func itoa(i int) string { return fmtInt(i) }

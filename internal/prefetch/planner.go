@@ -1,0 +1,64 @@
+package prefetch
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// Hint overrides the planner's settings for one request; nil fields keep them.
+type Hint struct {
+	Depth      *int
+	MaxObjects *int
+	Fields     []string
+}
+
+// Planner decides how far to expand speculatively below demanded objects.
+type Planner interface {
+	// Budget returns the expansion below roots; Depth 0 means none.
+	Budget(roots []*graph.Object, h Hint) graph.Budget
+}
+
+// Observer is implemented by planners that learn from traffic. The engine
+// reports to it when its planner implements it.
+type Observer interface {
+	// ObserveRoundTrip reports one origin round trip (C_fetch).
+	ObserveRoundTrip(d time.Duration)
+	// ObserveDemand reports an application request for o at now.
+	ObserveDemand(o *graph.Object, now time.Time)
+}
+
+// Static is the planner with fixed settings: db4o's prefetchDepth and
+// prefetchObjectCount. The zero value prefetches nothing.
+type Static struct {
+	Depth      int      // reference levels below a demanded object
+	MaxObjects int      // objects one expansion may fetch; 0 = no cap
+	Fields     []string // ref fields to follow; empty = all
+}
+
+// Validate reports the first broken setting.
+func (s Static) Validate() error {
+	switch {
+	case s.Depth < 0:
+		return fmt.Errorf("prefetch depth %d: must not be negative", s.Depth)
+	case s.MaxObjects < 0:
+		return fmt.Errorf("prefetch max objects %d: must not be negative", s.MaxObjects)
+	}
+	return nil
+}
+
+// Budget implements Planner.
+func (s Static) Budget(_ []*graph.Object, h Hint) graph.Budget {
+	b := graph.Budget{Depth: s.Depth, MaxObjects: s.MaxObjects, Fields: s.Fields}
+	if h.Depth != nil {
+		b.Depth = *h.Depth
+	}
+	if h.MaxObjects != nil {
+		b.MaxObjects = *h.MaxObjects
+	}
+	if len(h.Fields) > 0 {
+		b.Fields = h.Fields
+	}
+	return b
+}

@@ -1,0 +1,232 @@
+// Package server is the sidecar's gRPC boundary: it validates requests, runs
+// them on the prefetch engine and turns errors into gRPC status codes.
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
+	"github.com/lookahead-dev/lookahead/internal/prefetch"
+)
+
+// Config holds the sidecar's request limits. Zero values take the defaults.
+type Config struct {
+	MaxIDs       int // ids in one BatchGet or GetGraph, and Invalidate; default 1000
+	MaxDepth     int // depth of a GetGraph or a hint; default 16
+	MaxObjects   int // max_objects of a GetGraph or a hint; default 100000
+	ChunkObjects int // objects per GetGraph message; default 256
+	ChunkBytes   int // object bytes per GetGraph message, roughly; default 1 MiB
+}
+
+// SetDefaults fills zero values with the documented defaults.
+func (c *Config) SetDefaults() {
+	if c.MaxIDs == 0 {
+		c.MaxIDs = 1000
+	}
+	if c.MaxDepth == 0 {
+		c.MaxDepth = 16
+	}
+	if c.MaxObjects == 0 {
+		c.MaxObjects = 100000
+	}
+	if c.ChunkObjects == 0 {
+		c.ChunkObjects = 256
+	}
+	if c.ChunkBytes == 0 {
+		c.ChunkBytes = 1 << 20
+	}
+}
+
+// Validate reports every broken limit.
+func (c Config) Validate() error {
+	var errs []error
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"max ids", c.MaxIDs}, {"max depth", c.MaxDepth}, {"max objects", c.MaxObjects},
+		{"chunk objects", c.ChunkObjects}, {"chunk bytes", c.ChunkBytes}} {
+		if v.n < 1 {
+			errs = append(errs, fmt.Errorf("%s %d: must be at least 1", v.name, v.n))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Writer is the origin's write path.
+type Writer interface {
+	Put(ctx context.Context, o *graph.Object, expected *uint64) (uint64, error)
+	Delete(ctx context.Context, id string, expected *uint64) error
+}
+
+// Server implements lookaheadv1.SidecarServiceServer.
+type Server struct {
+	lookaheadv1.UnimplementedSidecarServiceServer
+	cfg    Config
+	engine *prefetch.Engine
+	cache  *cache.Cache
+	writer Writer
+	log    *slog.Logger
+}
+
+// New builds the sidecar service.
+func New(cfg Config, e *prefetch.Engine, c *cache.Cache, w Writer, log *slog.Logger) (*Server, error) {
+	cfg.SetDefaults()
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	return &Server{cfg: cfg, engine: e, cache: c, writer: w, log: log}, nil
+}
+
+// Get implements lookaheadv1.SidecarServiceServer.
+func (s *Server) Get(ctx context.Context, req *lookaheadv1.GetRequest) (*lookaheadv1.GetResponse, error) {
+	if err := checkID("id", req.GetId()); err != nil {
+		return nil, err
+	}
+	h, err := s.hint(req.GetHint())
+	if err != nil {
+		return nil, err
+	}
+	rs, _, err := s.engine.Get(ctx, []string{req.GetId()}, h)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if len(rs) == 0 {
+		return nil, status.Errorf(codes.NotFound, "object %q not found", req.GetId())
+	}
+	return &lookaheadv1.GetResponse{Object: graphpb.ToProto(rs[0].Object), Status: cacheStatus(rs[0].Status)}, nil
+}
+
+// BatchGet implements lookaheadv1.SidecarServiceServer.
+func (s *Server) BatchGet(ctx context.Context, req *lookaheadv1.BatchGetRequest) (*lookaheadv1.BatchGetResponse, error) {
+	if err := s.checkIDs("ids", req.GetIds()); err != nil {
+		return nil, err
+	}
+	h, err := s.hint(req.GetHint())
+	if err != nil {
+		return nil, err
+	}
+	rs, missing, err := s.engine.Get(ctx, req.GetIds(), h)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	resp := &lookaheadv1.BatchGetResponse{Results: make([]*lookaheadv1.Result, len(rs)), MissingIds: missing}
+	for i, r := range rs {
+		resp.Results[i] = result(r)
+	}
+	return resp, nil
+}
+
+// GetGraph implements lookaheadv1.SidecarServiceServer.
+func (s *Server) GetGraph(req *lookaheadv1.GetGraphRequest, stream lookaheadv1.SidecarService_GetGraphServer) error {
+	if len(req.GetRoots()) == 0 {
+		return status.Error(codes.InvalidArgument, "roots: at least one root id is required")
+	}
+	if err := s.checkIDs("roots", req.GetRoots()); err != nil {
+		return err
+	}
+	b := graph.Budget{Depth: s.cfg.MaxDepth, MaxObjects: s.cfg.MaxObjects, Fields: req.GetFields()}
+	if req.Depth != nil {
+		b.Depth = int(req.GetDepth())
+	}
+	if req.MaxObjects != nil {
+		b.MaxObjects = int(req.GetMaxObjects())
+	}
+	if err := s.checkBudget(b.Depth, b.MaxObjects, b.Fields); err != nil {
+		return err
+	}
+	if b.MaxObjects == 0 { // 0 asks for no cap: the server's cap still holds
+		b.MaxObjects = s.cfg.MaxObjects
+	}
+	var (
+		chunk []*lookaheadv1.Result
+		bytes int
+	)
+	flush := func(missing []string) error {
+		if len(chunk) == 0 && len(missing) == 0 {
+			return nil
+		}
+		err := stream.Send(&lookaheadv1.GetGraphResponse{Results: chunk, MissingIds: missing})
+		chunk, bytes = nil, 0
+		return err
+	}
+	missing, err := s.engine.Graph(stream.Context(), req.GetRoots(), b, func(level int, rs []prefetch.Result) error {
+		for _, r := range rs {
+			chunk = append(chunk, result(r))
+			bytes += int(r.Object.Size())
+			if len(chunk) >= s.cfg.ChunkObjects || bytes >= s.cfg.ChunkBytes {
+				if err := flush(nil); err != nil {
+					return err
+				}
+			}
+		}
+		return flush(nil) // a level is complete: send it now
+	})
+	if err != nil {
+		return toStatus(err)
+	}
+	return flush(missing)
+}
+
+// Put implements lookaheadv1.SidecarServiceServer.
+func (s *Server) Put(ctx context.Context, req *lookaheadv1.PutRequest) (*lookaheadv1.PutResponse, error) {
+	o := graphpb.FromProto(req.GetObject())
+	if err := o.Validate(); err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "object: %v", err)
+	}
+	v, err := s.writer.Put(ctx, o, req.ExpectedVersion)
+	// Invalidate even on error: the write may have landed before the error.
+	s.cache.Invalidate(o.ID)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &lookaheadv1.PutResponse{Version: v}, nil
+}
+
+// Delete implements lookaheadv1.SidecarServiceServer.
+func (s *Server) Delete(ctx context.Context, req *lookaheadv1.DeleteRequest) (*lookaheadv1.DeleteResponse, error) {
+	if err := checkID("id", req.GetId()); err != nil {
+		return nil, err
+	}
+	err := s.writer.Delete(ctx, req.GetId(), req.ExpectedVersion)
+	s.cache.Invalidate(req.GetId())
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	return &lookaheadv1.DeleteResponse{}, nil
+}
+
+// Invalidate implements lookaheadv1.SidecarServiceServer.
+func (s *Server) Invalidate(_ context.Context, req *lookaheadv1.InvalidateRequest) (*lookaheadv1.InvalidateResponse, error) {
+	if err := s.checkIDs("ids", req.GetIds()); err != nil {
+		return nil, err
+	}
+	n := s.cache.Invalidate(req.GetIds()...)
+	return &lookaheadv1.InvalidateResponse{Invalidated: uint32(n)}, nil
+}
+
+func result(r prefetch.Result) *lookaheadv1.Result {
+	return &lookaheadv1.Result{Object: graphpb.ToProto(r.Object), Status: cacheStatus(r.Status), Level: uint32(r.Level)}
+}
+
+func cacheStatus(s prefetch.Status) lookaheadv1.CacheStatus {
+	switch s {
+	case prefetch.StatusMiss:
+		return lookaheadv1.CacheStatus_CACHE_STATUS_MISS
+	case prefetch.StatusHit:
+		return lookaheadv1.CacheStatus_CACHE_STATUS_HIT
+	case prefetch.StatusHitPrefetched:
+		return lookaheadv1.CacheStatus_CACHE_STATUS_HIT_PREFETCHED
+	case prefetch.StatusJoined:
+		return lookaheadv1.CacheStatus_CACHE_STATUS_JOINED
+	}
+	return lookaheadv1.CacheStatus_CACHE_STATUS_UNSPECIFIED
+}

@@ -1,0 +1,239 @@
+// Package store is the reference origin's embedded, persistent object store:
+// versioned objects and a change log in one bbolt file.
+package store
+
+import (
+	"errors"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	bolterrors "go.etcd.io/bbolt/errors"
+	"google.golang.org/protobuf/proto"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
+)
+
+// Errors callers branch on. Mismatches are wrapped with the versions involved.
+var (
+	ErrNotFound        = errors.New("store: object not found")
+	ErrVersionMismatch = errors.New("store: version mismatch")
+	ErrClosed          = errors.New("store: closed")
+)
+
+// Buckets of the bbolt file.
+var (
+	// bucketObjects maps id → lookaheadv1.Object (proto), version included.
+	bucketObjects = []byte("objects")
+	// bucketChanges maps revision (8 bytes, big-endian, so cursor order is
+	// revision order) → lookaheadv1.Change without its revision. The
+	// bucket's sequence is the last revision handed out.
+	bucketChanges = []byte("changes")
+	// bucketTombstones maps the id of a deleted object → its last version
+	// (8 bytes, big-endian), so that a re-created object continues counting
+	// and versions of an id never go backwards.
+	bucketTombstones = []byte("tombstones")
+)
+
+// Config tunes a Store. The zero value is ready to use.
+type Config struct {
+	// BatchSize is the number of objects Load writes per transaction;
+	// zero = 10000.
+	BatchSize int
+	// LockTimeout is how long Open waits for another process to release the
+	// file; zero = 1s.
+	LockTimeout time.Duration
+	// NoSync skips fsync on commit: faster loads, but a crash may lose the
+	// last commits. Zero = sync every commit.
+	NoSync bool
+}
+
+func (c Config) withDefaults() Config {
+	if c.BatchSize == 0 {
+		c.BatchSize = 10000
+	}
+	if c.LockTimeout == 0 {
+		c.LockTimeout = time.Second
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.BatchSize < 0 {
+		errs = append(errs, fmt.Errorf("store: batch size %d is negative", c.BatchSize))
+	}
+	if c.LockTimeout < 0 {
+		errs = append(errs, fmt.Errorf("store: lock timeout %v is negative", c.LockTimeout))
+	}
+	return errors.Join(errs...)
+}
+
+// Store holds objects with versions and a change log of every write. It is
+// safe for concurrent use; bbolt serializes writers and lets readers run in
+// parallel with them.
+type Store struct {
+	db  *bolt.DB
+	cfg Config
+	rev atomic.Uint64 // last committed revision
+
+	mu      sync.Mutex    // protects changed and closed
+	changed chan struct{} // closed and replaced whenever the revision advances
+	closed  bool
+}
+
+// Open opens or creates the store file at path.
+func Open(path string, cfg Config) (*Store, error) {
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: cfg.LockTimeout, NoSync: cfg.NoSync})
+	if err != nil {
+		if errors.Is(err, bolterrors.ErrTimeout) {
+			return nil, fmt.Errorf("opening store %s: locked by another process", path)
+		}
+		return nil, fmt.Errorf("opening store %s: %w", path, err)
+	}
+	s := &Store{db: db, cfg: cfg, changed: make(chan struct{})}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, name := range [][]byte{bucketObjects, bucketChanges, bucketTombstones} {
+			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+				return fmt.Errorf("bucket %s: %w", name, err)
+			}
+		}
+		s.rev.Store(tx.Bucket(bucketChanges).Sequence())
+		return nil
+	})
+	if err != nil {
+		_ = db.Close()
+		return nil, fmt.Errorf("opening store %s: %w", path, err)
+	}
+	return s, nil
+}
+
+// Close closes the file and wakes every Changed waiter. It waits for running
+// transactions and is idempotent; later calls of other methods return
+// ErrClosed.
+func (s *Store) Close() error {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.changed)
+	s.mu.Unlock()
+	if err := s.db.Close(); err != nil {
+		return fmt.Errorf("closing store: %w", err)
+	}
+	return nil
+}
+
+// Empty reports whether the store holds no objects.
+func (s *Store) Empty() (bool, error) {
+	empty := true
+	err := s.view(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketObjects).Cursor().First()
+		empty = k == nil
+		return nil
+	})
+	return empty, err
+}
+
+// Get reads the objects it has among ids in one read transaction. Found
+// objects come in request order and missing ids in request order; an id asked
+// for more than once is answered once.
+func (s *Store) Get(ids []string) (found []*graph.Object, missing []string, err error) {
+	seen := make(map[string]struct{}, len(ids))
+	err = s.view(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketObjects)
+		for _, id := range ids {
+			if _, dup := seen[id]; dup {
+				continue
+			}
+			seen[id] = struct{}{}
+			o, err := getObject(b, id)
+			if err != nil {
+				return err
+			}
+			if o == nil {
+				missing = append(missing, id)
+				continue
+			}
+			found = append(found, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading objects: %w", err)
+	}
+	return found, missing, nil
+}
+
+// view runs fn in a read transaction.
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	return closedErr(s.db.View(fn))
+}
+
+// update runs fn in a write transaction and, once it has committed, wakes
+// Changed waiters if it advanced the revision.
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	return closedErr(s.db.Update(func(tx *bolt.Tx) error {
+		if err := fn(tx); err != nil {
+			return err
+		}
+		rev := tx.Bucket(bucketChanges).Sequence()
+		tx.OnCommit(func() { s.advance(rev) })
+		return nil
+	}))
+}
+
+// advance publishes rev as committed. Writers' commit handlers may run out of
+// order, so the revision only moves forward.
+func (s *Store) advance(rev uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if rev <= s.rev.Load() {
+		return
+	}
+	s.rev.Store(rev)
+	if !s.closed {
+		close(s.changed)
+		s.changed = make(chan struct{})
+	}
+}
+
+func closedErr(err error) error {
+	if errors.Is(err, bolterrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+// getObject decodes the object stored under id; nil when there is none.
+func getObject(b *bolt.Bucket, id string) (*graph.Object, error) {
+	v := b.Get([]byte(id))
+	if v == nil {
+		return nil, nil
+	}
+	// proto.Unmarshal copies strings and bytes out of v, which bbolt only
+	// keeps valid until the transaction ends.
+	var p lookaheadv1.Object
+	if err := proto.Unmarshal(v, &p); err != nil {
+		return nil, fmt.Errorf("decoding object %q: %w", id, err)
+	}
+	return graphpb.FromProto(&p), nil
+}
+
+func putObject(b *bolt.Bucket, o *graph.Object) error {
+	v, err := proto.Marshal(graphpb.ToProto(o))
+	if err != nil {
+		return fmt.Errorf("encoding object %q: %w", o.ID, err)
+	}
+	return b.Put([]byte(o.ID), v)
+}

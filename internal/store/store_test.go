@@ -1,0 +1,433 @@
+package store_test
+
+import (
+	"errors"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/store"
+)
+
+func openStore(t testing.TB, cfg store.Config) (*store.Store, string) {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "origin.db")
+	st, err := store.Open(path, cfg)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	return st, path
+}
+
+func ptr(v uint64) *uint64 { return &v }
+
+func obj(id string, refs ...string) *graph.Object {
+	o := &graph.Object{ID: id, Type: "T", Payload: []byte("payload of " + id)}
+	for _, r := range refs {
+		o.Refs = append(o.Refs, graph.Ref{Field: "f", ID: r})
+	}
+	return o
+}
+
+func TestPutGetRoundTrip(t *testing.T) {
+	st, _ := openStore(t, store.Config{})
+	in := &graph.Object{
+		ID: "a", Version: 99, Type: "Task",
+		Refs:    []graph.Ref{{Field: "subtasks", ID: "b"}, {Field: "owner", ID: "a"}},
+		Payload: []byte{0, 1, 2, 255},
+	}
+	version, rev, err := st.Put(in, nil)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(1), version, "a new object starts at version 1 whatever it carries")
+	assert.Equal(t, uint64(1), rev)
+	assert.Equal(t, uint64(99), in.Version, "Put does not modify its argument")
+
+	found, missing, err := st.Get([]string{"a"})
+	require.NoError(t, err)
+	assert.Empty(t, missing)
+	require.Len(t, found, 1)
+	want := *in
+	want.Version = 1
+	assert.Equal(t, &want, found[0])
+}
+
+func TestGet(t *testing.T) {
+	st, _ := openStore(t, store.Config{})
+	for _, id := range []string{"a", "b", "c"} {
+		_, _, err := st.Put(obj(id), nil)
+		require.NoError(t, err)
+	}
+	tests := []struct {
+		name        string
+		ids         []string
+		wantFound   []string
+		wantMissing []string
+	}{
+		{name: "none", ids: nil},
+		{name: "request order", ids: []string{"c", "a", "b"}, wantFound: []string{"c", "a", "b"}},
+		{name: "missing listed in order", ids: []string{"x", "a", "y"}, wantFound: []string{"a"}, wantMissing: []string{"x", "y"}},
+		{name: "duplicates once", ids: []string{"b", "b", "x", "a", "x", "b"}, wantFound: []string{"b", "a"}, wantMissing: []string{"x"}},
+		{name: "all missing", ids: []string{"p", "q"}, wantMissing: []string{"p", "q"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			found, missing, err := st.Get(tc.ids)
+			require.NoError(t, err)
+			var ids []string
+			for _, o := range found {
+				ids = append(ids, o.ID)
+			}
+			assert.Equal(t, tc.wantFound, ids)
+			assert.Equal(t, tc.wantMissing, missing)
+		})
+	}
+}
+
+func TestPutVersions(t *testing.T) {
+	st, _ := openStore(t, store.Config{})
+	for want := uint64(1); want <= 3; want++ {
+		v, rev, err := st.Put(obj("a"), nil)
+		require.NoError(t, err)
+		assert.Equal(t, want, v)
+		assert.Equal(t, want, rev)
+	}
+	rev, err := st.Delete("a", nil)
+	require.NoError(t, err)
+	assert.Equal(t, uint64(4), rev)
+
+	v, _, err := st.Put(obj("a"), ptr(0))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(5), v, "a re-created object continues after its deletion (version 4)")
+}
+
+func TestConditionalWrites(t *testing.T) {
+	tests := []struct {
+		name    string
+		setup   []*graph.Object // put unconditionally first
+		write   func(st *store.Store) error
+		wantErr error
+	}{
+		{
+			name:  "put new with expected 0",
+			write: func(st *store.Store) error { _, _, err := st.Put(obj("a"), ptr(0)); return err },
+		},
+		{
+			name:    "put existing with expected 0",
+			setup:   []*graph.Object{obj("a")},
+			write:   func(st *store.Store) error { _, _, err := st.Put(obj("a"), ptr(0)); return err },
+			wantErr: store.ErrVersionMismatch,
+		},
+		{
+			name:  "put at current version",
+			setup: []*graph.Object{obj("a"), obj("a")},
+			write: func(st *store.Store) error { _, _, err := st.Put(obj("a"), ptr(2)); return err },
+		},
+		{
+			name:    "put at stale version",
+			setup:   []*graph.Object{obj("a"), obj("a")},
+			write:   func(st *store.Store) error { _, _, err := st.Put(obj("a"), ptr(1)); return err },
+			wantErr: store.ErrVersionMismatch,
+		},
+		{
+			name:    "put missing with expected 1",
+			write:   func(st *store.Store) error { _, _, err := st.Put(obj("a"), ptr(1)); return err },
+			wantErr: store.ErrVersionMismatch,
+		},
+		{
+			name:  "delete at current version",
+			setup: []*graph.Object{obj("a")},
+			write: func(st *store.Store) error { _, err := st.Delete("a", ptr(1)); return err },
+		},
+		{
+			name:    "delete at stale version",
+			setup:   []*graph.Object{obj("a"), obj("a")},
+			write:   func(st *store.Store) error { _, err := st.Delete("a", ptr(1)); return err },
+			wantErr: store.ErrVersionMismatch,
+		},
+		{
+			name:    "delete missing",
+			write:   func(st *store.Store) error { _, err := st.Delete("a", nil); return err },
+			wantErr: store.ErrNotFound,
+		},
+		{
+			name:    "delete missing with expected",
+			write:   func(st *store.Store) error { _, err := st.Delete("a", ptr(0)); return err },
+			wantErr: store.ErrNotFound,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := openStore(t, store.Config{})
+			for _, o := range tc.setup {
+				_, _, err := st.Put(o, nil)
+				require.NoError(t, err)
+			}
+			before := st.Revision()
+			err := tc.write(st)
+			if tc.wantErr == nil {
+				require.NoError(t, err)
+				assert.Equal(t, before+1, st.Revision())
+				return
+			}
+			require.ErrorIs(t, err, tc.wantErr)
+			assert.Equal(t, before, st.Revision(), "a refused write logs no change")
+		})
+	}
+}
+
+func TestInvalidWrites(t *testing.T) {
+	st, _ := openStore(t, store.Config{})
+	long := string(make([]byte, graph.MaxIDBytes+1))
+	tests := []struct {
+		name    string
+		write   func() error
+		wantErr error
+	}{
+		{name: "nil object", write: func() error { _, _, err := st.Put(nil, nil); return err }, wantErr: graph.ErrNilObject},
+		{name: "empty id", write: func() error { _, _, err := st.Put(obj(""), nil); return err }, wantErr: graph.ErrEmptyID},
+		{name: "long id", write: func() error { _, _, err := st.Put(obj(long), nil); return err }, wantErr: graph.ErrIDTooLong},
+		{name: "empty ref id", write: func() error { _, _, err := st.Put(obj("a", ""), nil); return err }, wantErr: graph.ErrEmptyID},
+		{name: "delete empty id", write: func() error { _, err := st.Delete("", nil); return err }, wantErr: graph.ErrEmptyID},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.ErrorIs(t, tc.write(), tc.wantErr)
+		})
+	}
+	assert.Zero(t, st.Revision())
+}
+
+func TestChanges(t *testing.T) {
+	st, _ := openStore(t, store.Config{})
+	_, _, err := st.Put(obj("a"), nil)
+	require.NoError(t, err)
+	_, _, err = st.Put(obj("b"), nil)
+	require.NoError(t, err)
+	_, _, err = st.Put(obj("a"), nil)
+	require.NoError(t, err)
+	_, err = st.Delete("b", nil)
+	require.NoError(t, err)
+
+	all := []store.Change{
+		{Revision: 1, ID: "a", Version: 1},
+		{Revision: 2, ID: "b", Version: 1},
+		{Revision: 3, ID: "a", Version: 2},
+		{Revision: 4, ID: "b", Version: 2, Deleted: true},
+	}
+	tests := []struct {
+		name  string
+		from  uint64
+		limit int
+		want  []store.Change
+	}{
+		{name: "all", from: 0, limit: 0, want: all},
+		{name: "limit", from: 0, limit: 2, want: all[:2]},
+		{name: "after revision", from: 2, limit: 10, want: all[2:]},
+		{name: "after last", from: 4, limit: 10, want: nil},
+		{name: "beyond last", from: 100, limit: 10, want: nil},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := st.Changes(tc.from, tc.limit)
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+	assert.Equal(t, uint64(4), st.Revision())
+}
+
+func TestChangedClosedOnCommit(t *testing.T) {
+	st, _ := openStore(t, store.Config{})
+	ch := st.Changed()
+	select {
+	case <-ch:
+		t.Fatal("Changed closed before any write")
+	default:
+	}
+	_, _, err := st.Put(obj("a"), nil)
+	require.NoError(t, err)
+	_, ok := <-ch
+	assert.False(t, ok, "the channel taken before the write is closed by it")
+
+	next := st.Changed()
+	_, _, err = st.Put(obj("a"), ptr(7))
+	require.ErrorIs(t, err, store.ErrVersionMismatch)
+	select {
+	case <-next:
+		t.Fatal("a refused write closed Changed")
+	default:
+	}
+
+	require.NoError(t, st.Close())
+	_, ok = <-next
+	assert.False(t, ok, "Close wakes waiters")
+}
+
+func TestReopenPersists(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "origin.db")
+	st, err := store.Open(path, store.Config{})
+	require.NoError(t, err)
+	_, _, err = st.Put(obj("a", "b"), nil)
+	require.NoError(t, err)
+	_, _, err = st.Put(obj("b"), nil)
+	require.NoError(t, err)
+	_, err = st.Delete("b", nil)
+	require.NoError(t, err)
+	require.NoError(t, st.Close())
+	require.NoError(t, st.Close(), "Close is idempotent")
+	_, _, err = st.Get([]string{"a"})
+	assert.ErrorIs(t, err, store.ErrClosed)
+
+	st, err = store.Open(path, store.Config{})
+	require.NoError(t, err)
+	defer st.Close()
+	assert.Equal(t, uint64(3), st.Revision())
+	found, missing, err := st.Get([]string{"a", "b"})
+	require.NoError(t, err)
+	require.Len(t, found, 1)
+	assert.Equal(t, obj("a", "b").Refs, found[0].Refs)
+	assert.Equal(t, []string{"b"}, missing)
+
+	v, rev, err := st.Put(obj("b"), ptr(0))
+	require.NoError(t, err)
+	assert.Equal(t, uint64(3), v, "the tombstone of b survived the reopen")
+	assert.Equal(t, uint64(4), rev, "revisions continue after a reopen")
+}
+
+func TestOpenErrors(t *testing.T) {
+	t.Run("invalid config", func(t *testing.T) {
+		_, err := store.Open(filepath.Join(t.TempDir(), "x.db"), store.Config{BatchSize: -1, LockTimeout: -1})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "batch size -1 is negative")
+		assert.Contains(t, err.Error(), "lock timeout -1ns is negative")
+	})
+	t.Run("missing directory", func(t *testing.T) {
+		_, err := store.Open(filepath.Join(t.TempDir(), "no", "such", "x.db"), store.Config{})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "opening store")
+	})
+	t.Run("locked", func(t *testing.T) {
+		_, path := openStore(t, store.Config{})
+		_, err := store.Open(path, store.Config{LockTimeout: 1})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "locked by another process")
+	})
+}
+
+func TestLoad(t *testing.T) {
+	gen := graph.TaskTrees{Roots: 3, Fanout: 3, Levels: 3, PayloadBytes: 4, Seed: 1}
+	perRoot := gen.PerRoot() // 13
+	tests := []struct {
+		name      string
+		batchSize int
+	}{
+		{name: "one batch", batchSize: 1000},
+		{name: "batch boundary inside", batchSize: 5},
+		{name: "batch size divides total", batchSize: 13},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := openStore(t, store.Config{BatchSize: tc.batchSize})
+			empty, err := st.Empty()
+			require.NoError(t, err)
+			assert.True(t, empty)
+
+			var want []*graph.Object
+			n, err := st.Load(func(emit graph.EmitFunc) error {
+				return gen.Generate(func(o *graph.Object) error {
+					want = append(want, o)
+					return emit(o)
+				})
+			})
+			require.NoError(t, err)
+			assert.Equal(t, 3*perRoot, n)
+			assert.Equal(t, uint64(n), st.Revision(), "every loaded object gets a revision")
+
+			ids := make([]string, len(want))
+			for i, o := range want {
+				ids[i] = o.ID
+			}
+			found, missing, err := st.Get(ids)
+			require.NoError(t, err)
+			assert.Empty(t, missing)
+			assert.Equal(t, want, found, "objects keep the generator's version (1)")
+
+			empty, err = st.Empty()
+			require.NoError(t, err)
+			assert.False(t, empty)
+		})
+	}
+}
+
+func TestLoadVersions(t *testing.T) {
+	st, _ := openStore(t, store.Config{})
+	_, _, err := st.Put(obj("old"), nil)
+	require.NoError(t, err)
+	_, _, err = st.Put(obj("old"), nil) // version 2
+	require.NoError(t, err)
+
+	in := []*graph.Object{
+		{ID: "zero", Version: 0},
+		{ID: "seven", Version: 7},
+		{ID: "old", Version: 1},
+		{ID: "twice", Version: 3},
+		{ID: "twice", Version: 3},
+	}
+	n, err := st.Load(func(emit graph.EmitFunc) error {
+		for _, o := range in {
+			if err := emit(o); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	assert.Equal(t, 5, n)
+	found, _, err := st.Get([]string{"zero", "seven", "old", "twice"})
+	require.NoError(t, err)
+	got := map[string]uint64{}
+	for _, o := range found {
+		got[o.ID] = o.Version
+	}
+	assert.Equal(t, map[string]uint64{"zero": 1, "seven": 7, "old": 3, "twice": 4}, got,
+		"versions never go backwards, even within one batch")
+}
+
+func TestLoadErrors(t *testing.T) {
+	boom := errors.New("boom")
+	tests := []struct {
+		name    string
+		objects []*graph.Object
+		genErr  error
+		wantN   int
+		wantErr error
+		wantMsg string
+	}{
+		{
+			name:    "invalid object stops the load",
+			objects: []*graph.Object{obj("a"), obj("b"), obj("")},
+			wantN:   2, wantErr: graph.ErrEmptyID, wantMsg: `object 3 (""): graph: empty id`,
+		},
+		{name: "nil object", objects: []*graph.Object{nil}, wantErr: graph.ErrNilObject, wantMsg: "object 1: graph: nil object"},
+		{name: "generator error keeps committed batches", objects: []*graph.Object{obj("a"), obj("b"), obj("c")}, genErr: boom, wantN: 2, wantErr: boom},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			st, _ := openStore(t, store.Config{BatchSize: 2})
+			n, err := st.Load(func(emit graph.EmitFunc) error {
+				for _, o := range tc.objects {
+					if err := emit(o); err != nil {
+						return err
+					}
+				}
+				return tc.genErr
+			})
+			require.ErrorIs(t, err, tc.wantErr)
+			assert.Contains(t, err.Error(), tc.wantMsg)
+			assert.Equal(t, tc.wantN, n)
+			assert.Equal(t, uint64(tc.wantN), st.Revision())
+		})
+	}
+}
