@@ -1,0 +1,103 @@
+package server
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"path/filepath"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/test/bufconn"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/origin"
+	"github.com/lookahead-dev/lookahead/internal/originserver"
+	"github.com/lookahead-dev/lookahead/internal/prefetch"
+	"github.com/lookahead-dev/lookahead/internal/store"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+// rig is a sidecar and the reference origin on a real bbolt store, each on
+// its own in-memory listener.
+type rig struct {
+	client     lookaheadv1.SidecarServiceClient
+	m          *metrics.Set
+	originGRPC *grpc.Server
+}
+
+type rigOptions struct {
+	origin  originserver.Config
+	server  Config
+	planner prefetch.Static
+	engine  prefetch.Config
+}
+
+func serve(t *testing.T, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, *grpc.ClientConn) {
+	t.Helper()
+	lis := bufconn.Listen(1 << 20)
+	gs := grpc.NewServer(opts...)
+	register(gs)
+	go func() { _ = gs.Serve(lis) }()
+	cc, err := grpc.NewClient("passthrough:///bufnet",
+		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+		grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	t.Cleanup(func() { cc.Close(); gs.Stop() })
+	return gs, cc
+}
+
+func newRig(t *testing.T, objs []*graph.Object, o rigOptions) *rig {
+	t.Helper()
+	st, err := store.Open(filepath.Join(t.TempDir(), "origin.db"), store.Config{NoSync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { st.Close() })
+	_, err = st.Load(func(emit graph.EmitFunc) error {
+		for _, ob := range objs {
+			if err := emit(ob); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	require.NoError(t, err)
+	osrv, err := originserver.New(st, o.origin, prometheus.NewRegistry())
+	require.NoError(t, err)
+	ogs, occ := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterOriginServiceServer(gs, osrv) })
+	t.Cleanup(osrv.Shutdown)
+
+	m := metrics.New(prometheus.NewRegistry())
+	c, err := cache.New(cache.Config{}, m)
+	require.NoError(t, err)
+	oc := origin.NewClient(occ, m)
+	e, err := prefetch.New(o.engine, oc, c, o.planner, m)
+	require.NoError(t, err)
+	svc, err := New(o.server, e, c, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(m)...)
+	t.Cleanup(func() { e.Close(); c.Close() })
+	return &rig{client: lookaheadv1.NewSidecarServiceClient(scc), m: m, originGRPC: ogs}
+}
+
+func taskTree(t *testing.T, roots, fanout, levels int) []*graph.Object {
+	t.Helper()
+	var objs []*graph.Object
+	require.NoError(t, graph.TaskTrees{Roots: roots, Fanout: fanout, Levels: levels, PayloadBytes: 8}.Generate(func(o *graph.Object) error {
+		objs = append(objs, o)
+		return nil
+	}))
+	return objs
+}
+
+var modeOff = prefetch.Config{Mode: prefetch.ModeOff}
