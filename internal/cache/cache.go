@@ -49,9 +49,12 @@ type Lookup struct {
 // so it can never evict a demanded object. A prefetched object moves to the
 // main tier on its first hit.
 //
-// Versions: a copy replaces a cached one only if its version is greater, or
-// if both are 0 (unknown: the newest write wins, there is nothing to compare).
-// A known version therefore always beats 0, and 0 never replaces a known one.
+// Versions: an older copy never replaces a newer one, in either tier. A copy
+// replaces a cached one if its version is greater, or if both are 0 (unknown:
+// nothing to compare, so the latest write wins). A known version therefore
+// always beats 0, and 0 never replaces a known one. A copy at the cached
+// known version is not stored again, except that demanding an object the
+// prefetch tier holds moves it to the main tier.
 type Cache struct {
 	cfg  Config // defaults applied
 	m    *metrics.Set
@@ -166,16 +169,21 @@ func (c *Cache) Get(id string) (Lookup, bool) {
 
 // Peek is Get without side effects on lookahead's side: no counting, no
 // promotion. known is true when the cache can answer: with the object, or
-// with nil for an id remembered not to exist. A main-tier probe still counts
-// as an access in ristretto's admission policy, which has no silent read.
+// with nil for an id remembered not to exist. Reading an object from the
+// main tier still counts as an access in ristretto's admission policy, which
+// has no silent read; probing an id it does not hold does not.
 func (c *Cache) Peek(id string) (obj *graph.Object, known bool) {
 	c.life.RLock()
 	defer c.life.RUnlock()
 	if c.closed {
 		return nil, false
 	}
-	if e, ok := c.main.get(id, c.cfg.Now); ok {
-		return e.obj, true
+	// has first: most ids a planner asks about are not cached, and probing
+	// them with Get would feed ristretto's admission counters for nothing.
+	if c.main.has(id) {
+		if e, ok := c.main.get(id, c.cfg.Now); ok {
+			return e.obj, true
+		}
 	}
 	now := c.cfg.Now()
 	c.mu.Lock()
@@ -214,9 +222,9 @@ func (c *Cache) Promote(id string) bool {
 // AddDemand stores objects an application asked for in the main tier. When
 // it returns, Get finds every one of them: in the main tier, or in the
 // prefetch tier if ristretto's buffer dropped its Set (counted in
-// SetsDropped; kept as demanded, so its eviction is not wasted). The only
-// exception is an object ristretto's admission policy refused (counted in
-// SetsRejected).
+// SetsDropped; kept as demanded, so its eviction is not wasted). The
+// exceptions are an object ristretto's admission policy refused (counted in
+// SetsRejected) and a dropped one larger than the whole prefetch tier.
 //
 // A copy older than a cached one is ignored (see Cache for the version rule).
 // A negative entry for an object's id is forgotten.
@@ -290,7 +298,7 @@ func (c *Cache) AddPrefetched(objs ...*graph.Object) {
 	c.settleLocked()
 	for _, o := range objs {
 		c.forgetNegativeLocked(o.ID)
-		if cur, ok := c.main.get(o.ID, c.cfg.Now); ok {
+		if cur, ok := c.mainLocked(o.ID); ok {
 			if o.Version <= cur.obj.Version {
 				continue
 			}
@@ -374,8 +382,8 @@ func (c *Cache) Invalidate(ids ...string) int {
 // tier names, for metrics.RegisterCacheSize. The prefetch tier is exact. The
 // main tier counts what ristretto stores, plus Sets still in its buffer that
 // its admission policy is about to reject: exact whenever no Set is pending.
-// Objects expired by TTL count until ristretto's sweep (every 2.5 s) drops
-// them. Negative entries hold no object and are not counted.
+// Objects expired by TTL count until ristretto's periodic sweep drops them,
+// seconds later. Negative entries hold no object and are not counted.
 func (c *Cache) Stats() map[string]metrics.TierStats {
 	c.life.RLock()
 	defer c.life.RUnlock()

@@ -86,6 +86,16 @@ func (c *Cache) dropLocked(id string, now time.Time, t *tally) bool {
 	return had
 }
 
+// mainLocked returns the main tier's live entry for id without feeding
+// ristretto's admission counters when it holds none: speculation should not
+// make ids look popular. Call settleLocked first, so that no Set is pending.
+func (c *Cache) mainLocked(id string) (*entry, bool) {
+	if !c.main.has(id) {
+		return nil, false
+	}
+	return c.main.get(id, c.cfg.Now)
+}
+
 func (c *Cache) forgetNegativeLocked(id string) {
 	if n := c.neg.get(id); n != nil {
 		c.neg.remove(n)

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"google.golang.org/protobuf/proto"
+
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 )
 
@@ -77,7 +79,7 @@ func TestLatencyDelaysEveryReply(t *testing.T) {
 				cancel() // enough: end the watch
 				return nil
 			}}
-			err := h.srv.Watch(&lookaheadv1.WatchRequest{}, stream)
+			err := h.srv.Watch(&lookaheadv1.WatchRequest{FromRevision: proto.Uint64(0)}, stream)
 			assert.Equal(t, codes.Canceled, status.Code(err))
 			assert.Equal(t, []string{waited, "send"}, log.get())
 		}},

@@ -30,11 +30,17 @@ func (s *Server) Watch(req *lookaheadv1.WatchRequest, stream lookaheadv1.OriginS
 	s.m.watchStreams.Inc()
 	defer s.m.watchStreams.Dec()
 
-	header := metadata.Pairs(RevisionHeader, strconv.FormatUint(s.st.Revision(), 10))
+	// The header announces the revision the watch starts from; a subscriber
+	// without from_revision starts there, so it equals what it resumes from.
+	current := s.st.Revision()
+	from := current
+	if req.FromRevision != nil {
+		from = req.GetFromRevision()
+	}
+	header := metadata.Pairs(RevisionHeader, strconv.FormatUint(current, 10))
 	if err := stream.SendHeader(header); err != nil {
 		return sendStatus(ctx.Err(), err)
 	}
-	from := req.GetFromRevision()
 	for {
 		select {
 		case <-s.shutdown:

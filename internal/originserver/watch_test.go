@@ -10,6 +10,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"google.golang.org/protobuf/proto"
+
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 )
 
@@ -49,7 +51,7 @@ func TestWatch(t *testing.T) {
 	_, err = h.st.Delete("a", nil)
 	require.NoError(t, err)
 
-	stream, err := h.client.Watch(ctx, &lookaheadv1.WatchRequest{})
+	stream, err := h.client.Watch(ctx, &lookaheadv1.WatchRequest{FromRevision: proto.Uint64(0)})
 	require.NoError(t, err)
 	header, err := stream.Header()
 	require.NoError(t, err)
@@ -72,13 +74,13 @@ func TestWatch(t *testing.T) {
 	assert.Equal(t, []change{{5, "b", 2, true}, {6, "c", 1, false}}, got)
 
 	t.Run("resume from a revision", func(t *testing.T) {
-		resumed, err := h.client.Watch(testCtx(t), &lookaheadv1.WatchRequest{FromRevision: 4})
+		resumed, err := h.client.Watch(testCtx(t), &lookaheadv1.WatchRequest{FromRevision: proto.Uint64(4)})
 		require.NoError(t, err)
 		got, _ := recvChanges(t, resumed, 2)
 		assert.Equal(t, []change{{5, "b", 2, true}, {6, "c", 1, false}}, got)
 	})
 	t.Run("from a future revision waits for it", func(t *testing.T) {
-		future, err := h.client.Watch(testCtx(t), &lookaheadv1.WatchRequest{FromRevision: 7})
+		future, err := h.client.Watch(testCtx(t), &lookaheadv1.WatchRequest{FromRevision: proto.Uint64(7)})
 		require.NoError(t, err)
 		_, err = future.Header()
 		require.NoError(t, err)
@@ -91,9 +93,22 @@ func TestWatch(t *testing.T) {
 	})
 }
 
+func TestWatchFromNow(t *testing.T) {
+	h := newHarness(t, Config{}, node("a"), node("b"))
+	now, err := h.client.Watch(testCtx(t), &lookaheadv1.WatchRequest{})
+	require.NoError(t, err)
+	header, err := now.Header()
+	require.NoError(t, err)
+	assert.Equal(t, []string{"2"}, header.Get(RevisionHeader))
+	_, _, err = h.st.Put(node("d"), nil)
+	require.NoError(t, err)
+	got, _ := recvChanges(t, now, 1)
+	assert.Equal(t, []change{{3, "d", 1, false}}, got, "without from_revision: no history replayed")
+}
+
 func TestWatchBatches(t *testing.T) {
 	h := newHarness(t, Config{WatchBatch: 2}, node("a"), node("b"), node("c"), node("d"), node("e"))
-	stream, err := h.client.Watch(testCtx(t), &lookaheadv1.WatchRequest{})
+	stream, err := h.client.Watch(testCtx(t), &lookaheadv1.WatchRequest{FromRevision: proto.Uint64(0)})
 	require.NoError(t, err)
 	got, msgs := recvChanges(t, stream, 5)
 	assert.Equal(t, 3, msgs, "5 changes in batches of 2")
@@ -125,7 +140,7 @@ func TestWatchEnds(t *testing.T) {
 				return nil
 			}}
 			done := make(chan error, 1)
-			go func() { done <- h.srv.Watch(&lookaheadv1.WatchRequest{}, stream) }()
+			go func() { done <- h.srv.Watch(&lookaheadv1.WatchRequest{FromRevision: proto.Uint64(0)}, stream) }()
 			<-headerSent
 			tc.end(h, cancel)
 			err := <-done

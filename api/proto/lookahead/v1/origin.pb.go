@@ -265,7 +265,10 @@ func (x *ExpandResponse) GetMissingIds() []string {
 type WatchRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// from_revision: changes with a revision greater than this are sent.
-	FromRevision  uint64 `protobuf:"varint,1,opt,name=from_revision,json=fromRevision,proto3" json:"from_revision,omitempty"`
+	// Unset: from the origin's current revision, which the stream announces in
+	// its "lookahead-revision" header before any change, so a new subscriber
+	// does not replay the whole history.
+	FromRevision  *uint64 `protobuf:"varint,1,opt,name=from_revision,json=fromRevision,proto3,oneof" json:"from_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -301,8 +304,8 @@ func (*WatchRequest) Descriptor() ([]byte, []int) {
 }
 
 func (x *WatchRequest) GetFromRevision() uint64 {
-	if x != nil {
-		return x.FromRevision
+	if x != nil && x.FromRevision != nil {
+		return *x.FromRevision
 	}
 	return 0
 }
@@ -646,9 +649,10 @@ const file_lookahead_v1_origin_proto_rawDesc = "" +
 	"\x05level\x18\x01 \x01(\rR\x05level\x12.\n" +
 	"\aobjects\x18\x02 \x03(\v2\x14.lookahead.v1.ObjectR\aobjects\x12\x1f\n" +
 	"\vmissing_ids\x18\x03 \x03(\tR\n" +
-	"missingIds\"3\n" +
-	"\fWatchRequest\x12#\n" +
-	"\rfrom_revision\x18\x01 \x01(\x04R\ffromRevision\"?\n" +
+	"missingIds\"J\n" +
+	"\fWatchRequest\x12(\n" +
+	"\rfrom_revision\x18\x01 \x01(\x04H\x00R\ffromRevision\x88\x01\x01B\x10\n" +
+	"\x0e_from_revision\"?\n" +
 	"\rWatchResponse\x12.\n" +
 	"\achanges\x18\x01 \x03(\v2\x14.lookahead.v1.ChangeR\achanges\"h\n" +
 	"\x06Change\x12\x1a\n" +
@@ -731,6 +735,7 @@ func file_lookahead_v1_origin_proto_init() {
 		return
 	}
 	file_lookahead_v1_object_proto_init()
+	file_lookahead_v1_origin_proto_msgTypes[4].OneofWrappers = []any{}
 	file_lookahead_v1_origin_proto_msgTypes[7].OneofWrappers = []any{}
 	file_lookahead_v1_origin_proto_msgTypes[9].OneofWrappers = []any{}
 	type x struct{}
