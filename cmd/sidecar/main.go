@@ -28,6 +28,7 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/coherence"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
@@ -42,6 +43,8 @@ type options struct {
 	fields                                                  string
 	server                                                  server.Config
 	healthInterval, drainTimeout                            time.Duration
+	watch                                                   bool
+	coherence                                               coherence.Config
 	logLevel                                                slog.Level
 }
 
@@ -58,7 +61,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.Var((*byteSize)(&o.cache.MainBytes), "cache-bytes", "main tier budget in bytes (suffixes KiB, MiB, GiB)")
 	fs.Var((*byteSize)(&o.cache.PrefetchBytes), "prefetch-bytes", "prefetch tier budget in bytes: room for speculative objects (db4o prefetchCacheSize)")
 	fs.DurationVar(&o.cache.NegativeTTL, "negative-ttl", 5*time.Second, "how long a NOT_FOUND answer is remembered; negative disables")
-	fs.DurationVar(&o.cache.TTL, "ttl", 0, "time to live of cached objects; 0 = until evicted or invalidated")
+	fs.DurationVar(&o.cache.TTL, "ttl", 0, "how long a cached object is fresh; 0 = until evicted or invalidated")
+	fs.DurationVar(&o.engine.StaleWhileRevalidate, "stale-while-revalidate", 0, "after --ttl, answer a stale object at once (marked stale) and refetch it in the background, for this long")
+	fs.DurationVar(&o.engine.StaleIfError, "stale-if-error", 0, "after --ttl, or while the origin's change stream is down past --watch-grace, answer a stale object (marked stale) when the origin fails, for this long")
+	fs.BoolVar(&o.watch, "watch", true, "follow the origin's change stream (Watch) to invalidate changed objects")
+	fs.DurationVar(&o.coherence.Grace, "watch-grace", 5*time.Second, "how long cached objects stay trusted while the change stream is down; after that they are revalidated")
 	mode := fs.String("prefetch-mode", "static", "prefetch mode: static or off")
 	fs.IntVar(&o.planner.Depth, "prefetch-depth", 3, "reference levels to prefetch below a demanded object (db4o prefetchDepth)")
 	fs.IntVar(&o.planner.MaxObjects, "prefetch-max-objects", 1000, "objects one expansion may fetch (db4o prefetchObjectCount); 0 = no cap")
@@ -77,6 +84,10 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	o.engine.Mode = prefetch.Mode(*mode)
+	o.cache.StaleFor = max(o.engine.StaleWhileRevalidate, o.engine.StaleIfError)
+	if o.coherence.Grace <= 0 {
+		return nil, fmt.Errorf("-watch-grace %v: must be positive", o.coherence.Grace)
+	}
 	if o.fields != "" {
 		o.planner.Fields = strings.Split(o.fields, ",")
 	}
@@ -132,11 +143,23 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	defer cc.Close()
 	oc := origin.NewClient(cc, m)
 
+	// The watcher invalidates through the engine, which the engine's trust
+	// check reads back from the watcher: the trust hook closes the loop.
+	var watcher *coherence.Watcher
+	o.engine.Trust = func() (bool, time.Duration) {
+		if watcher == nil {
+			return true, 0
+		}
+		return watcher.Trust()
+	}
 	e, err := prefetch.New(o.engine, oc, c, o.planner, m)
 	if err != nil {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
 	defer e.Close()
+	if o.watch {
+		watcher = coherence.New(o.coherence, coherence.FromClient(oc), e, m, log)
+	}
 
 	svc, err := server.New(o.server, e, c, oc, log)
 	if err != nil {
@@ -186,6 +209,13 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	var wg sync.WaitGroup
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
+	if watcher != nil {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			_ = watcher.Run(wctx)
+		}()
+	}
 	wg.Add(1)
 	go func() {
 		defer wg.Done()

@@ -3,6 +3,8 @@
 package cache
 
 import (
+	"time"
+
 	"fmt"
 	"sync"
 	"sync/atomic"
@@ -38,6 +40,18 @@ type Lookup struct {
 	Object   *graph.Object // nil for a negative entry
 	Tier     Tier          // where Object was found; zero for a negative entry
 	Negative bool          // the id is remembered not to exist
+	// Stale is true once the object's TTL has passed: it is kept for
+	// Config.StaleFor, and StaleFor says how long it has been stale.
+	Stale    bool
+	StaleFor time.Duration
+}
+
+// staleness reports whether an object fresh until fresh is stale at now.
+func staleness(fresh, now time.Time) (bool, time.Duration) {
+	if fresh.IsZero() || now.Before(fresh) {
+		return false, 0
+	}
+	return true, now.Sub(fresh)
 }
 
 // Cache is the two-tier object cache. Its methods are safe for concurrent use.
@@ -76,9 +90,10 @@ type Cache struct {
 	// mu guards the fields below. Lock order: life, then mu. Ristretto's
 	// callbacks never take mu, so ristretto calls (including a blocking Del
 	// or Wait) may be made with mu held.
-	mu  sync.Mutex
-	pre *lru // prefetch tier, budget PrefetchBytes, cost = object bytes
-	neg *lru // remembered absences, budget NegativeEntries, cost 1 each
+	mu     sync.Mutex
+	pre    *lru // prefetch tier, budget PrefetchBytes, cost = object bytes
+	neg    *lru // remembered absences, budget NegativeEntries, cost 1 each
+	floors *lru // version floors, budget FloorEntries, cost 1 each; see InvalidateVersion
 	// issued counts main-tier Sets ristretto accepted; settled is the value
 	// issued had when the last completed Wait began. Sets numbered above
 	// settled may still sit in ristretto's buffer, invisible to its Get.
@@ -110,6 +125,7 @@ func New(cfg Config, m *metrics.Set) (*Cache, error) {
 		negHits:       m.Negative,
 		pre:           newLRU(cfg.PrefetchBytes),
 		neg:           newLRU(int64(cfg.NegativeEntries)),
+		floors:        newLRU(int64(cfg.FloorEntries)),
 	}
 	main, err := newMainTier(cfg.MainBytes, mainCallbacks{
 		evicted: func() {
@@ -143,7 +159,8 @@ func (c *Cache) Get(id string) (Lookup, bool) {
 	}
 	if e, ok := c.main.get(id, c.cfg.Now); ok {
 		c.hitMain.Inc()
-		return Lookup{Object: e.obj, Tier: TierMain}, true
+		stale, age := staleness(e.fresh, c.cfg.Now())
+		return Lookup{Object: e.obj, Tier: TierMain, Stale: stale, StaleFor: age}, true
 	}
 	now := c.cfg.Now()
 	var t tally
@@ -158,7 +175,8 @@ func (c *Cache) Get(id string) (Lookup, bool) {
 	switch {
 	case n != nil:
 		c.hitPrefetch.Inc()
-		return Lookup{Object: n.obj, Tier: TierPrefetch}, true
+		stale, age := staleness(n.fresh, now)
+		return Lookup{Object: n.obj, Tier: TierPrefetch, Stale: stale, StaleFor: age}, true
 	case neg:
 		c.negHits.Inc()
 		return Lookup{Negative: true}, true
@@ -180,15 +198,21 @@ func (c *Cache) Peek(id string) (obj *graph.Object, known bool) {
 	}
 	// has first: most ids a planner asks about are not cached, and probing
 	// them with Get would feed ristretto's admission counters for nothing.
+	now := c.cfg.Now()
 	if c.main.has(id) {
 		if e, ok := c.main.get(id, c.cfg.Now); ok {
+			if stale, _ := staleness(e.fresh, now); stale {
+				return nil, false // to be fetched again, not followed
+			}
 			return e.obj, true
 		}
 	}
-	now := c.cfg.Now()
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if n := c.pre.get(id); n != nil && !n.expired(now) {
+		if stale, _ := staleness(n.fresh, now); stale {
+			return nil, false
+		}
 		return n.obj, true
 	}
 	if n := c.neg.get(id); n != nil && !n.expired(now) {
@@ -239,14 +263,18 @@ func (c *Cache) AddDemand(objs ...*graph.Object) {
 		return
 	}
 	now := c.cfg.Now()
-	expires := c.expiry(now)
+	expires, fresh := c.expiry(now), c.freshUntil(now)
 	var t tally
 	c.mu.Lock()
 	c.settleLocked()
 	for _, o := range objs {
+		if c.belowFloorLocked(o, now) {
+			t.staleFills++
+			continue
+		}
 		c.forgetNegativeLocked(o.ID)
-		if cur, ok := c.main.get(o.ID, c.cfg.Now); ok && !replaces(o.Version, cur.obj.Version) {
-			continue // the main tier holds this version or a newer one
+		if cur, ok := c.main.get(o.ID, c.cfg.Now); ok && !renews(o.Version, cur.obj.Version, cur.fresh, now) {
+			continue // the main tier holds this version, fresh, or a newer one
 		}
 		if n := c.liveLocked(c.pre, o.ID, now, &t); n != nil {
 			if n.obj.Version > o.Version {
@@ -254,13 +282,13 @@ func (c *Cache) AddDemand(objs ...*graph.Object) {
 			}
 			c.pre.remove(n) // superseded by the demanded copy
 		}
-		e := &entry{obj: o, cost: o.Size(), expires: expires}
-		if c.main.store(o.ID, e, c.cfg.TTL) {
+		e := &entry{obj: o, cost: o.Size(), expires: expires, fresh: fresh}
+		if c.main.store(o.ID, e, c.hardTTL()) {
 			c.issued++
 			continue
 		}
 		t.dropped++
-		c.insertLocked(&node{id: o.ID, obj: o, cost: e.cost, expires: expires, used: true}, now, &t)
+		c.insertLocked(&node{id: o.ID, obj: o, cost: e.cost, expires: expires, fresh: fresh, used: true}, now, &t)
 	}
 	seq := c.issued
 	c.mu.Unlock()
@@ -292,26 +320,32 @@ func (c *Cache) AddPrefetched(objs ...*graph.Object) {
 		return
 	}
 	now := c.cfg.Now()
-	expires := c.expiry(now)
+	expires, fresh := c.expiry(now), c.freshUntil(now)
 	var t tally
 	c.mu.Lock()
 	c.settleLocked()
 	for _, o := range objs {
+		if c.belowFloorLocked(o, now) {
+			t.staleFills++
+			continue
+		}
 		c.forgetNegativeLocked(o.ID)
 		if cur, ok := c.mainLocked(o.ID); ok {
-			if o.Version <= cur.obj.Version {
+			// Speculation replaces a main-tier copy only with a newer version,
+			// or with a refetch of the same one once it went stale.
+			if stale, _ := staleness(cur.fresh, now); o.Version < cur.obj.Version || o.Version == cur.obj.Version && !stale {
 				continue
 			}
-			c.main.rc.Del(o.ID) // stale; Del is ordered after every earlier Set
+			c.main.rc.Del(o.ID) // outdated; Del is ordered after every earlier Set
 		}
 		if n := c.liveLocked(c.pre, o.ID, now, &t); n != nil {
-			if !replaces(o.Version, n.obj.Version) {
+			if !renews(o.Version, n.obj.Version, n.fresh, now) {
 				continue
 			}
 			c.pre.remove(n)
 			t.discard(n)
 		}
-		c.insertLocked(&node{id: o.ID, obj: o, cost: o.Size(), expires: expires}, now, &t)
+		c.insertLocked(&node{id: o.ID, obj: o, cost: o.Size(), expires: expires, fresh: fresh}, now, &t)
 	}
 	c.mu.Unlock()
 	c.report(&t)
@@ -336,6 +370,10 @@ func (c *Cache) AddMissing(ids ...string) {
 	t.buf = c.neg.pruneExpired(now, t.buf[:0])
 	clear(t.buf)
 	for _, id := range ids {
+		if f := c.liveLocked(c.floors, id, now, nil); f != nil && !f.deleted {
+			t.staleFills++ // the id was written after this answer was read
+			continue
+		}
 		c.dropLocked(id, now, &t)
 		if c.cfg.NegativeTTL < 0 {
 			continue
@@ -414,6 +452,7 @@ func (c *Cache) Close() {
 	c.mu.Lock()
 	c.pre = newLRU(c.cfg.PrefetchBytes)
 	c.neg = newLRU(int64(c.cfg.NegativeEntries))
+	c.floors = newLRU(int64(c.cfg.FloorEntries))
 	c.promoting = nil
 	c.mu.Unlock()
 }

@@ -11,6 +11,8 @@ const (
 	DefaultPrefetchBytes   = 64 << 20
 	DefaultNegativeTTL     = 5 * time.Second
 	DefaultNegativeEntries = 16 << 10
+	DefaultFloorEntries    = 64 << 10
+	DefaultFloorTTL        = 5 * time.Minute
 )
 
 // Config sizes a Cache. Every zero value means its documented default.
@@ -20,15 +22,25 @@ type Config struct {
 	MainBytes int64
 	// PrefetchBytes bounds the prefetch tier, in object bytes; default 64 MiB.
 	PrefetchBytes int64
-	// TTL is how long an object stays cached in either tier; 0 = until it is
+	// TTL is how long an object stays fresh in either tier; 0 = until it is
 	// evicted or invalidated.
 	TTL time.Duration
+	// StaleFor is how long an object is kept after its TTL, answered only as
+	// stale (Lookup.Stale) for stale-while-revalidate and stale-if-error; 0 =
+	// dropped when its TTL ends. Ignored without a TTL.
+	StaleFor time.Duration
 	// NegativeTTL is how long a NOT_FOUND answer (AddMissing) is remembered;
 	// default 5s, negative disables negative entries.
 	NegativeTTL time.Duration
 	// NegativeEntries bounds how many absences are remembered at once, oldest
 	// forgotten first; default 16384.
 	NegativeEntries int
+	// FloorEntries bounds how many version floors (InvalidateVersion) are
+	// remembered at once, oldest forgotten first; default 65536.
+	FloorEntries int
+	// FloorTTL is how long a version floor is remembered: longer than any
+	// origin fetch can take; default 5m.
+	FloorTTL time.Duration
 	// Now is the clock for TTLs; default time.Now. Tests inject a fake one.
 	Now func() time.Time
 }
@@ -39,6 +51,8 @@ var (
 	errPrefetchBytes   = errors.New("cache: PrefetchBytes must not be negative")
 	errTTL             = errors.New("cache: TTL must not be negative (0 = no TTL)")
 	errNegativeEntries = errors.New("cache: NegativeEntries must not be negative")
+	errStaleFor        = errors.New("cache: StaleFor must not be negative")
+	errFloors          = errors.New("cache: FloorEntries and FloorTTL must not be negative")
 )
 
 // validate reports every broken rule, joined.
@@ -56,6 +70,12 @@ func (c Config) validate() error {
 	if c.NegativeEntries < 0 {
 		errs = append(errs, errNegativeEntries)
 	}
+	if c.StaleFor < 0 {
+		errs = append(errs, errStaleFor)
+	}
+	if c.FloorEntries < 0 || c.FloorTTL < 0 {
+		errs = append(errs, errFloors)
+	}
 	return errors.Join(errs...)
 }
 
@@ -72,6 +92,15 @@ func (c Config) withDefaults() Config {
 	}
 	if c.NegativeEntries == 0 {
 		c.NegativeEntries = DefaultNegativeEntries
+	}
+	if c.FloorEntries == 0 {
+		c.FloorEntries = DefaultFloorEntries
+	}
+	if c.FloorTTL == 0 {
+		c.FloorTTL = DefaultFloorTTL
+	}
+	if c.TTL == 0 {
+		c.StaleFor = 0
 	}
 	if c.Now == nil {
 		c.Now = time.Now

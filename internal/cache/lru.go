@@ -11,7 +11,11 @@ type node struct {
 	id      string
 	obj     *graph.Object // nil for a remembered absence
 	cost    int64         // charged against the lru's budget; fixed while linked
-	expires time.Time     // zero = never
+	expires time.Time     // zero = never: dropped at expires
+	fresh   time.Time     // zero = always fresh: answered as stale from fresh on
+	// version and deleted describe a version floor (Cache.floors only).
+	version uint64
+	deleted bool
 	// used is true once the object was demanded: hit, promoted or stored here
 	// on behalf of a demand. Evicting a used node is not wasted speculation.
 	used bool

@@ -16,6 +16,7 @@ type entry struct {
 	obj     *graph.Object
 	cost    int64     // obj.Size() when stored
 	expires time.Time // zero = never; checked against Config.Now
+	fresh   time.Time // zero = always fresh; answered as stale from fresh on
 	// counted is true while cost is included in mainTier.bytes. It is set
 	// before the Set and cleared exactly once, by whoever sees the entry
 	// leave: OnExit (rejected, evicted, expired, replaced, deleted) or the

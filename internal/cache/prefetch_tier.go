@@ -45,7 +45,7 @@ func (c *Cache) useLocked(n *node, now time.Time, t *tally) {
 		ttl = n.expires.Sub(now) // > 0: n is live
 	}
 	// No Wait here: this is the hit path.
-	if c.main.store(n.id, &entry{obj: n.obj, cost: n.cost, expires: n.expires}, ttl) {
+	if c.main.store(n.id, &entry{obj: n.obj, cost: n.cost, expires: n.expires, fresh: n.fresh}, ttl) {
 		c.issued++
 		n.promoSeq = c.issued
 		c.promoting = append(c.promoting, n)
@@ -143,12 +143,41 @@ func (c *Cache) settledLocked(seq uint64) {
 	c.promoting = keep
 }
 
-// expiry is when an object stored at now expires; zero without a TTL.
+// expiry is when an object stored at now is dropped: its TTL plus the time
+// it is kept stale; zero without a TTL.
 func (c *Cache) expiry(now time.Time) time.Time {
 	if c.cfg.TTL <= 0 {
 		return time.Time{}
 	}
+	return now.Add(c.hardTTL())
+}
+
+// freshUntil is when an object stored at now turns stale; zero without a TTL.
+func (c *Cache) freshUntil(now time.Time) time.Time {
+	if c.cfg.TTL <= 0 {
+		return time.Time{}
+	}
 	return now.Add(c.cfg.TTL)
+}
+
+// hardTTL is how long ristretto keeps an object: 0 (forever) without a TTL.
+func (c *Cache) hardTTL() time.Duration {
+	if c.cfg.TTL <= 0 {
+		return 0
+	}
+	return c.cfg.TTL + c.cfg.StaleFor
+}
+
+// renews reports whether a copy at version inc should replace a cached one
+// at cur that is fresh until fresh: when it is newer, when neither version
+// is known, or when it is the same version and the cached copy went stale
+// (a refetch restarts its TTL).
+func renews(inc, cur uint64, fresh, now time.Time) bool {
+	if replaces(inc, cur) {
+		return true
+	}
+	stale, _ := staleness(fresh, now)
+	return inc == cur && stale
 }
 
 // replaces reports whether a copy at version inc replaces one at cur: when it
@@ -184,6 +213,7 @@ func newestByID(objs []*graph.Object) []*graph.Object {
 // lock is released.
 type tally struct {
 	used, dropped, evicted, wasted int
+	staleFills                     int // fills refused by a version floor
 	wastedBytes                    int64
 	buf                            []*node // scratch for insertLocked
 }
@@ -206,6 +236,9 @@ func (t *tally) evict(n *node) {
 func (c *Cache) report(t *tally) {
 	if t.used > 0 {
 		c.m.PrefetchUsed.Add(float64(t.used))
+	}
+	if t.staleFills > 0 {
+		c.m.StaleFills.Add(float64(t.staleFills))
 	}
 	if t.dropped > 0 {
 		c.dropped.Add(float64(t.dropped))

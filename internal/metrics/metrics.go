@@ -48,6 +48,13 @@ type Set struct {
 	PrefetchLate        prometheus.Counter // demanded while still in flight
 	PrefetchDropped     prometheus.Counter // jobs dropped: queue full
 	PrefetchDepth       prometheus.Gauge   // current configured or learned depth
+
+	// Coherence.
+	StaleFills      prometheus.Counter     // fills refused: older than a change the origin announced
+	StaleServed     *prometheus.CounterVec // reason: revalidate, error
+	WatchConnected  prometheus.Gauge       // 1 while the origin's change stream is up
+	WatchChanges    prometheus.Counter     // changes applied from the stream
+	WatchReconnects prometheus.Counter     // times the stream was re-established
 }
 
 // New creates the collectors and registers them on reg.
@@ -135,7 +142,28 @@ func New(reg prometheus.Registerer) *Set {
 			Namespace: namespace, Name: "prefetch_depth",
 			Help: "Reference levels currently prefetched below a demanded object.",
 		}),
+		StaleFills: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "cache_stale_fills_total",
+			Help: "Fetched copies not cached because the origin had announced a newer version or a deletion.",
+		}),
+		StaleServed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: namespace, Name: "stale_served_total",
+			Help: "Objects answered stale, by reason: revalidate (stale-while-revalidate) or error (stale-if-error).",
+		}, []string{"reason"}),
+		WatchConnected: prometheus.NewGauge(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "watch_connected",
+			Help: "1 while the origin's change stream is established, else 0.",
+		}),
+		WatchChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "watch_changes_total",
+			Help: "Changes received from the origin's change stream and applied to the cache.",
+		}),
+		WatchReconnects: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "watch_reconnects_total",
+			Help: "Times the origin's change stream was re-established after a break.",
+		}),
 	}
+	reg.MustRegister(s.StaleFills, s.StaleServed, s.WatchConnected, s.WatchChanges, s.WatchReconnects)
 	reg.MustRegister(s.Requests, s.RequestDuration, s.Hits, s.Misses, s.Negative, s.Joined,
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,

@@ -42,6 +42,17 @@ type Config struct {
 	BatchSize     int  // ids per origin BatchGet (Oracle's row prefetch); default 256
 	QueueSize     int  // speculative jobs waiting for a worker; beyond it jobs are dropped; default 1024
 	DisableExpand bool // never use the origin's Expand, even when it has one
+
+	// StaleWhileRevalidate: a cached object stale for at most this long is
+	// answered at once, marked stale, and refetched in the background.
+	StaleWhileRevalidate time.Duration
+	// StaleIfError: a cached object stale for at most this long is refetched
+	// first, and answered stale only if the origin fails.
+	StaleIfError time.Duration
+	// Trust says whether cached objects can be answered as fresh, and if not
+	// for how long they have been unverifiable (the origin's change stream is
+	// down); nil always trusts. Untrusted objects are treated as stale.
+	Trust func() (trusted bool, beyond time.Duration)
 }
 
 func (c *Config) setDefaults() {
@@ -91,12 +102,15 @@ const (
 type Result struct {
 	Object *graph.Object
 	Status Status
-	Level  int // distance from the nearest root (Graph only)
+	Level  int  // distance from the nearest root (Graph only)
+	Stale  bool // answered from a copy past its TTL or unverifiable
 }
 
+// job is speculative work: expand below roots, or refresh stale ids.
 type job struct {
-	roots  []*graph.Object
-	budget graph.Budget
+	roots   []*graph.Object
+	budget  graph.Budget
+	refresh []string
 }
 
 // Engine answers demands from the cache and the origin and expands what it
@@ -171,6 +185,10 @@ func (e *Engine) work() {
 		case <-e.ctx.Done():
 			return
 		case j := <-e.jobs:
+			if len(j.refresh) > 0 {
+				_, _ = e.demand(e.ctx, j.refresh) // a failure leaves the stale copy
+				continue
+			}
 			e.expand(j)
 		}
 	}
@@ -182,14 +200,32 @@ func (e *Engine) work() {
 func (e *Engine) Get(ctx context.Context, ids []string, h Hint) (results []Result, missing []string, err error) {
 	ids = dedupe(ids)
 	byID := make(map[string]Result, len(ids))
-	var need []string
-	var follow []*graph.Object // objects whose refs to expand speculatively
+	var need, refresh []string
+	var follow []*graph.Object     // objects whose refs to expand speculatively
+	var fallback map[string]Result // stale copies to answer if the origin fails
+	trusted, beyond := e.trusted()
 	for _, id := range ids {
 		l, ok := e.cache.Get(id)
+		stale, age := l.Stale, l.StaleFor
+		if ok && !l.Negative && !trusted {
+			stale, age = true, max(age, beyond)
+		}
 		switch {
 		case !ok:
 			need = append(need, id)
 		case l.Negative:
+		case stale && trusted && age <= e.cfg.StaleWhileRevalidate:
+			byID[id] = Result{Object: l.Object, Status: StatusHit, Stale: true}
+			e.m.StaleServed.WithLabelValues("revalidate").Inc()
+			refresh = append(refresh, id)
+		case stale:
+			need = append(need, id)
+			if age <= e.cfg.StaleIfError {
+				if fallback == nil {
+					fallback = make(map[string]Result)
+				}
+				fallback[id] = Result{Object: l.Object, Status: StatusHit, Stale: true}
+			}
 		case l.Tier == cache.TierPrefetch:
 			byID[id] = Result{Object: l.Object, Status: StatusHitPrefetched}
 			// A used prefetch moves the window: expand below it so that the
@@ -201,12 +237,26 @@ func (e *Engine) Get(ctx context.Context, ids []string, h Hint) (results []Resul
 	}
 	if len(need) > 0 {
 		got, err := e.demand(ctx, need)
-		if err != nil {
+		switch {
+		case err != nil && len(fallback) == len(need) && ctx.Err() == nil:
+			// stale-if-error: every id the origin failed to answer has a copy.
+			for id, r := range fallback {
+				byID[id] = r
+			}
+			e.m.StaleServed.WithLabelValues("error").Add(float64(len(fallback)))
+		case err != nil:
 			return nil, nil, err
 		}
 		for id, r := range got {
 			byID[id] = r
 			follow = append(follow, r.Object)
+		}
+	}
+	if len(refresh) > 0 {
+		select {
+		case e.jobs <- job{refresh: refresh}:
+		default:
+			e.m.PrefetchDropped.Inc()
 		}
 	}
 	results = make([]Result, 0, len(byID))
@@ -222,6 +272,25 @@ func (e *Engine) Get(ctx context.Context, ids []string, h Hint) (results []Resul
 	}
 	e.schedule(follow, h)
 	return results, missing, nil
+}
+
+// InvalidateVersion applies a change the origin announced (see
+// cache.InvalidateVersion) and detaches any fetch of id in flight, so that no
+// request arriving after the change waits for a copy read before it.
+func (e *Engine) InvalidateVersion(id string, version uint64, deleted bool) bool {
+	e.flights.forget(id)
+	return e.cache.InvalidateVersion(id, version, deleted)
+}
+
+// Clear empties the cache, for an origin whose history restarted.
+func (e *Engine) Clear() { e.cache.Clear() }
+
+// trusted asks Config.Trust whether cached objects can be answered fresh.
+func (e *Engine) trusted() (bool, time.Duration) {
+	if e.cfg.Trust == nil {
+		return true, 0
+	}
+	return e.cfg.Trust()
 }
 
 // schedule queues the speculative expansion below roots, or drops it (and
@@ -481,8 +550,9 @@ func (e *Engine) run(ctx context.Context, b *batch, speculative bool) {
 	c := b.call
 	c.objs = make(map[string]*graph.Object, len(b.ids))
 	var ask []string
+	trusted, _ := e.trusted()
 	for _, id := range b.ids {
-		if o, known := e.cache.Peek(id); known && o != nil {
+		if o, known := e.cache.Peek(id); trusted && known && o != nil {
 			c.objs[id] = o
 		} else {
 			ask = append(ask, id)
@@ -524,6 +594,9 @@ func (e *Engine) Graph(ctx context.Context, roots []string, b graph.Budget, emit
 		}
 		if l.Negative {
 			return nil, true
+		}
+		if trusted, _ := e.trusted(); l.Stale || !trusted {
+			return nil, false // a walk is answered fresh: refetch
 		}
 		if l.Tier == cache.TierPrefetch {
 			status[id] = StatusHitPrefetched

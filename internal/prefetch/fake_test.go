@@ -50,6 +50,7 @@ func (f *fakeOrigin) BatchGet(ctx context.Context, ids []string) ([]*graph.Objec
 	for _, id := range ids {
 		blocked = blocked || f.block[id]
 	}
+	found, missing := f.lookup(ids) // read first; the reply is what is delayed
 	f.mu.Unlock()
 	if blocked {
 		f.started <- ids
@@ -59,7 +60,6 @@ func (f *fakeOrigin) BatchGet(ctx context.Context, ids []string) ([]*graph.Objec
 			return nil, nil, ctx.Err()
 		}
 	}
-	found, missing := f.lookup(ids)
 	return found, missing, nil
 }
 

@@ -65,6 +65,15 @@ func (f *inflight) release(b *batch) {
 	close(b.call.done)
 }
 
+// forget detaches id from the fetch in flight for it, if any: that fetch
+// still answers those already waiting, but a later request starts its own.
+// For changes: a fetch that began before a change may carry the old version.
+func (f *inflight) forget(id string) {
+	f.mu.Lock()
+	delete(f.calls, id)
+	f.mu.Unlock()
+}
+
 // has reports whether id is being fetched.
 func (f *inflight) has(id string) bool {
 	f.mu.Lock()

@@ -102,7 +102,7 @@ func (s *Server) Get(ctx context.Context, req *lookaheadv1.GetRequest) (*lookahe
 	if len(rs) == 0 {
 		return nil, status.Errorf(codes.NotFound, "object %q not found", req.GetId())
 	}
-	return &lookaheadv1.GetResponse{Object: graphpb.ToProto(rs[0].Object), Status: cacheStatus(rs[0].Status)}, nil
+	return &lookaheadv1.GetResponse{Object: graphpb.ToProto(rs[0].Object), Status: cacheStatus(rs[0].Status), Stale: rs[0].Stale}, nil
 }
 
 // BatchGet implements lookaheadv1.SidecarServiceServer.
@@ -183,11 +183,14 @@ func (s *Server) Put(ctx context.Context, req *lookaheadv1.PutRequest) (*lookahe
 		return nil, status.Errorf(codes.InvalidArgument, "object: %v", err)
 	}
 	v, err := s.writer.Put(ctx, o, req.ExpectedVersion)
-	// Invalidate even on error: the write may have landed before the error.
-	s.cache.Invalidate(o.ID)
 	if err != nil {
+		// Invalidate even so: the write may have landed before the error.
+		s.cache.Invalidate(o.ID)
 		return nil, toStatus(err)
 	}
+	// Drop older copies and refuse any fetch still carrying one: this
+	// sidecar's own reads see the write at once, before Watch delivers it.
+	s.engine.InvalidateVersion(o.ID, v, false)
 	return &lookaheadv1.PutResponse{Version: v}, nil
 }
 
@@ -214,7 +217,7 @@ func (s *Server) Invalidate(_ context.Context, req *lookaheadv1.InvalidateReques
 }
 
 func result(r prefetch.Result) *lookaheadv1.Result {
-	return &lookaheadv1.Result{Object: graphpb.ToProto(r.Object), Status: cacheStatus(r.Status), Level: uint32(r.Level)}
+	return &lookaheadv1.Result{Object: graphpb.ToProto(r.Object), Status: cacheStatus(r.Status), Level: uint32(r.Level), Stale: r.Stale}
 }
 
 func cacheStatus(s prefetch.Status) lookaheadv1.CacheStatus {

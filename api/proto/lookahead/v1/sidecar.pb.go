@@ -155,7 +155,11 @@ type Result struct {
 	Object *Object                `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
 	Status CacheStatus            `protobuf:"varint,2,opt,name=status,proto3,enum=lookahead.v1.CacheStatus" json:"status,omitempty"`
 	// level is the distance from the nearest root (GetGraph only).
-	Level         uint32 `protobuf:"varint,3,opt,name=level,proto3" json:"level,omitempty"`
+	Level uint32 `protobuf:"varint,3,opt,name=level,proto3" json:"level,omitempty"`
+	// stale is true when the object was answered from a copy past its TTL or
+	// one the sidecar could not verify against the origin's change stream:
+	// stale-while-revalidate, or stale-if-error while the origin fails.
+	Stale         bool `protobuf:"varint,4,opt,name=stale,proto3" json:"stale,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -211,6 +215,13 @@ func (x *Result) GetLevel() uint32 {
 	return 0
 }
 
+func (x *Result) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
+}
+
 type GetRequest struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
@@ -264,9 +275,11 @@ func (x *GetRequest) GetHint() *PrefetchHint {
 }
 
 type GetResponse struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Object        *Object                `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
-	Status        CacheStatus            `protobuf:"varint,2,opt,name=status,proto3,enum=lookahead.v1.CacheStatus" json:"status,omitempty"`
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Object *Object                `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	Status CacheStatus            `protobuf:"varint,2,opt,name=status,proto3,enum=lookahead.v1.CacheStatus" json:"status,omitempty"`
+	// stale: see Result.stale.
+	Stale         bool `protobuf:"varint,3,opt,name=stale,proto3" json:"stale,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -313,6 +326,13 @@ func (x *GetResponse) GetStatus() CacheStatus {
 		return x.Status
 	}
 	return CacheStatus_CACHE_STATUS_UNSPECIFIED
+}
+
+func (x *GetResponse) GetStale() bool {
+	if x != nil {
+		return x.Stale
+	}
+	return false
 }
 
 type BatchGetRequest struct {
@@ -830,18 +850,20 @@ const file_lookahead_v1_sidecar_proto_rawDesc = "" +
 	"maxObjects\x88\x01\x01\x12\x16\n" +
 	"\x06fields\x18\x03 \x03(\tR\x06fieldsB\b\n" +
 	"\x06_depthB\x0e\n" +
-	"\f_max_objects\"\x7f\n" +
+	"\f_max_objects\"\x95\x01\n" +
 	"\x06Result\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.lookahead.v1.ObjectR\x06object\x121\n" +
 	"\x06status\x18\x02 \x01(\x0e2\x19.lookahead.v1.CacheStatusR\x06status\x12\x14\n" +
-	"\x05level\x18\x03 \x01(\rR\x05level\"L\n" +
+	"\x05level\x18\x03 \x01(\rR\x05level\x12\x14\n" +
+	"\x05stale\x18\x04 \x01(\bR\x05stale\"L\n" +
 	"\n" +
 	"GetRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12.\n" +
-	"\x04hint\x18\x02 \x01(\v2\x1a.lookahead.v1.PrefetchHintR\x04hint\"n\n" +
+	"\x04hint\x18\x02 \x01(\v2\x1a.lookahead.v1.PrefetchHintR\x04hint\"\x84\x01\n" +
 	"\vGetResponse\x12,\n" +
 	"\x06object\x18\x01 \x01(\v2\x14.lookahead.v1.ObjectR\x06object\x121\n" +
-	"\x06status\x18\x02 \x01(\x0e2\x19.lookahead.v1.CacheStatusR\x06status\"S\n" +
+	"\x06status\x18\x02 \x01(\x0e2\x19.lookahead.v1.CacheStatusR\x06status\x12\x14\n" +
+	"\x05stale\x18\x03 \x01(\bR\x05stale\"S\n" +
 	"\x0fBatchGetRequest\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\x12.\n" +
 	"\x04hint\x18\x02 \x01(\v2\x1a.lookahead.v1.PrefetchHintR\x04hint\"c\n" +

@@ -1,0 +1,219 @@
+// Package coherence keeps the sidecar's cache in step with the origin's
+// change stream and says when cached entries can no longer be trusted.
+package coherence
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/origin"
+)
+
+// Source opens the origin's change stream after from (nil = from now). An
+// origin without one answers with an error matching errors.ErrUnsupported.
+type Source interface {
+	Watch(ctx context.Context, from *uint64) (Stream, error)
+}
+
+// Stream is an open change stream.
+type Stream interface {
+	Start() uint64
+	Recv() ([]origin.Change, error)
+}
+
+// Invalidator is what the watcher needs from the cache.
+type Invalidator interface {
+	InvalidateVersion(id string, version uint64, deleted bool) bool
+	Clear()
+}
+
+// FromClient adapts the origin client to a Source.
+func FromClient(c *origin.Client) Source { return clientSource{c} }
+
+type clientSource struct{ c *origin.Client }
+
+func (s clientSource) Watch(ctx context.Context, from *uint64) (Stream, error) {
+	return s.c.Watch(ctx, from)
+}
+
+// Config tunes the watcher. Zero values take the defaults.
+type Config struct {
+	// Grace is how long cached entries stay trusted after the stream breaks
+	// (or, at start, before it is first established); default 5s.
+	Grace time.Duration
+	// MinBackoff and MaxBackoff bound the reconnect delay, which doubles
+	// from MinBackoff with jitter; defaults 100ms and 5s.
+	MinBackoff, MaxBackoff time.Duration
+	// Now is the clock; default time.Now.
+	Now func() time.Time
+}
+
+func (c *Config) setDefaults() {
+	if c.Grace == 0 {
+		c.Grace = 5 * time.Second
+	}
+	if c.MinBackoff == 0 {
+		c.MinBackoff = 100 * time.Millisecond
+	}
+	if c.MaxBackoff == 0 {
+		c.MaxBackoff = 5 * time.Second
+	}
+	if c.Now == nil {
+		c.Now = time.Now
+	}
+}
+
+// Watcher applies the origin's changes to the cache: every change drops
+// older cached copies and sets a version floor (cache.InvalidateVersion). It
+// reconnects with backoff and resumes from the last revision it applied, so
+// a break loses nothing as long as the origin keeps its history; an origin
+// whose revision went backwards (a new store) clears the cache.
+type Watcher struct {
+	cfg   Config
+	src   Source
+	cache Invalidator
+	m     *metrics.Set
+	log   *slog.Logger
+
+	mu          sync.Mutex // guards the fields below
+	up          bool       // the stream is established
+	unsupported bool       // the origin has no Watch: trust rests on TTLs alone
+	downSince   time.Time  // when the stream last broke (or the watcher started)
+	rev         uint64     // last revision applied (or announced)
+	haveRev     bool
+}
+
+// New makes a watcher; Run runs it.
+func New(cfg Config, src Source, c Invalidator, m *metrics.Set, log *slog.Logger) *Watcher {
+	cfg.setDefaults()
+	return &Watcher{cfg: cfg, src: src, cache: c, m: m, log: log, downSince: cfg.Now()}
+}
+
+// Trust reports whether cached entries may be answered as fresh: while the
+// stream is up, within Grace of it breaking, or always when the origin has
+// no Watch. When not, beyond says for how long past the grace they have been
+// unverifiable.
+func (w *Watcher) Trust() (trusted bool, beyond time.Duration) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.up || w.unsupported {
+		return true, 0
+	}
+	down := w.cfg.Now().Sub(w.downSince)
+	if down < w.cfg.Grace {
+		return true, 0
+	}
+	return false, down - w.cfg.Grace
+}
+
+// Revision is the last revision applied.
+func (w *Watcher) Revision() uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.rev
+}
+
+// Run follows the change stream until ctx ends, reconnecting after breaks.
+// It returns nil when ctx ends or the origin has no Watch.
+func (w *Watcher) Run(ctx context.Context) error {
+	backoff := w.cfg.MinBackoff
+	connects := 0
+	for {
+		established, err := w.session(ctx, connects > 0)
+		if ctx.Err() != nil {
+			return nil
+		}
+		if errors.Is(err, errors.ErrUnsupported) {
+			w.mu.Lock()
+			w.unsupported = true
+			w.mu.Unlock()
+			w.log.Warn("origin has no Watch: cached objects are trusted until their TTL", "err", err)
+			return nil
+		}
+		if established {
+			connects++
+			backoff = w.cfg.MinBackoff
+		}
+		if errors.Is(err, errRestarted) {
+			continue // resubscribe at once from the origin's new history
+		}
+		w.log.Warn("origin change stream broken; reconnecting", "err", err, "backoff", backoff)
+		// Full jitter keeps a fleet of sidecars from reconnecting in step.
+		d := backoff/2 + rand.N(backoff/2+1)
+		t := time.NewTimer(d)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return nil
+		case <-t.C:
+		}
+		backoff = min(2*backoff, w.cfg.MaxBackoff)
+	}
+}
+
+var errRestarted = errors.New("coherence: origin history restarted")
+
+// session runs one stream until it breaks; established says whether it got
+// as far as the origin's start revision.
+func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool, err error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	w.mu.Lock()
+	var from *uint64
+	if w.haveRev {
+		r := w.rev
+		from = &r
+	}
+	w.mu.Unlock()
+	st, err := w.src.Watch(ctx, from)
+	if err != nil {
+		return false, err
+	}
+	w.mu.Lock()
+	if w.haveRev && st.Start() < w.rev {
+		// The origin's history is not the one we followed: nothing cached can
+		// be checked against it. Start over from its revision.
+		w.rev = st.Start()
+		w.mu.Unlock()
+		w.cache.Clear()
+		w.log.Warn("origin revision went backwards: cache cleared", "start", st.Start())
+		return true, errRestarted
+	}
+	if !w.haveRev {
+		w.rev, w.haveRev = st.Start(), true
+	}
+	w.up = true
+	w.mu.Unlock()
+	w.m.WatchConnected.Set(1)
+	if reconnect {
+		w.m.WatchReconnects.Inc()
+	}
+	defer func() {
+		w.mu.Lock()
+		w.up = false
+		w.downSince = w.cfg.Now()
+		w.mu.Unlock()
+		w.m.WatchConnected.Set(0)
+	}()
+	for {
+		changes, err := st.Recv()
+		if err != nil {
+			return true, fmt.Errorf("change stream: %w", err)
+		}
+		for _, c := range changes {
+			w.cache.InvalidateVersion(c.ID, c.Version, c.Deleted)
+		}
+		if n := len(changes); n > 0 {
+			w.m.WatchChanges.Add(float64(n))
+			w.mu.Lock()
+			w.rev = changes[n-1].Revision
+			w.mu.Unlock()
+		}
+	}
+}

@@ -1,0 +1,84 @@
+package origin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+)
+
+// RevisionHeader is the header in which a Watch stream announces the
+// revision it starts from.
+const RevisionHeader = "lookahead-revision"
+
+// Change is one committed write at the origin.
+type Change struct {
+	Revision uint64
+	ID       string
+	Version  uint64
+	Deleted  bool
+}
+
+// WatchStream is an established change stream.
+type WatchStream struct {
+	start  uint64
+	stream grpc.ServerStreamingClient[lookaheadv1.WatchResponse]
+}
+
+// Start is the revision the origin announced when the stream opened.
+func (w *WatchStream) Start() uint64 { return w.start }
+
+// Recv returns the next batch of changes, in revision order.
+func (w *WatchStream) Recv() ([]Change, error) {
+	resp, err := w.stream.Recv()
+	if err != nil {
+		return nil, fmt.Errorf("origin watch: %w", err)
+	}
+	out := make([]Change, len(resp.GetChanges()))
+	for i, c := range resp.GetChanges() {
+		out[i] = Change{Revision: c.GetRevision(), ID: c.GetId(), Version: c.GetVersion(), Deleted: c.GetDeleted()}
+	}
+	return out, nil
+}
+
+// Watch opens the origin's change stream after revision from, or from the
+// origin's current revision when from is nil, and waits until the origin has
+// announced its start revision. An origin without Watch yields an error
+// matching errors.ErrUnsupported. The stream ends with ctx.
+func (c *Client) Watch(ctx context.Context, from *uint64) (*WatchStream, error) {
+	// Not counted as a round trip: the stream is set up once and its
+	// health is lookahead_watch_connected, not a fetch.
+	stream, err := c.rpc.Watch(ctx, &lookaheadv1.WatchRequest{FromRevision: from})
+	var md map[string][]string
+	if err == nil {
+		md, err = stream.Header()
+	}
+	if status.Code(err) == codes.Unimplemented {
+		return nil, fmt.Errorf("origin watch: %w: %w", errors.ErrUnsupported, err)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("origin watch: %w", err)
+	}
+	vals := md[RevisionHeader]
+	if len(vals) == 0 {
+		// The header may be absent when the stream failed before it began.
+		if _, rerr := stream.Recv(); rerr != nil {
+			if status.Code(rerr) == codes.Unimplemented {
+				return nil, fmt.Errorf("origin watch: %w: %w", errors.ErrUnsupported, rerr)
+			}
+			return nil, fmt.Errorf("origin watch: %w", rerr)
+		}
+		return nil, errors.New("origin watch: no " + RevisionHeader + " header")
+	}
+	rev, err := strconv.ParseUint(vals[0], 10, 64)
+	if err != nil {
+		return nil, fmt.Errorf("origin watch: %s header %q: %w", RevisionHeader, vals[0], err)
+	}
+	return &WatchStream{start: rev, stream: stream}, nil
+}
