@@ -26,6 +26,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/originserver"
 	"github.com/lookahead-dev/lookahead/internal/store"
 )
@@ -69,7 +70,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 1000000, "largest max_objects an Expand may ask for, and the cap of one that sets none")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
+	config := fs.String("config", "", "YAML file of settings: each flag's name is a key (precedence: flags, then LOOKAHEAD_ORIGIN_* environment variables, then this file, then defaults)")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := flagconf.Apply(fs, *config, os.Environ(), "LOOKAHEAD_ORIGIN", "config"); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {

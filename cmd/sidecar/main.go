@@ -29,6 +29,7 @@ import (
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/coherence"
+	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
@@ -80,7 +81,11 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.healthInterval, "health-interval", time.Second, "how often the origin's health is checked")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	config := fs.String("config", "", "YAML file of settings: each flag's name is a key (precedence: flags, then LOOKAHEAD_SIDECAR_* environment variables, then this file, then defaults)")
 	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if err := flagconf.Apply(fs, *config, os.Environ(), "LOOKAHEAD_SIDECAR", "config"); err != nil {
 		return nil, err
 	}
 	o.engine.Mode = prefetch.Mode(*mode)
