@@ -54,21 +54,26 @@ func run(bin string, roots int, latency time.Duration) error {
 	fmt.Printf("walking %d trees object by object (one Get per task), twice per sidecar\n\n", roots)
 	fmt.Println("| sidecar prefetch | pass | objects | origin round trips | hits | misses | joined | walk time |")
 	fmt.Println("|---|---|---|---|---|---|---|---|")
-	for _, mode := range []string{"off", "static"} {
+	for _, mode := range []string{"off", "static", "adaptive"} {
 		if err := demoSidecar(ctx, bin, origin.GRPC, mode, roots); err != nil {
 			return err
 		}
 	}
-	fmt.Println("\nWith prefetching the first pass costs a few round trips per tree instead of one per object;")
+	fmt.Println("\nstatic: --prefetch-depth 4; adaptive: no settings, depth learned from origin round trip / time between requests.")
+	fmt.Println("With prefetching the first pass costs a few round trips per tree instead of one per object;")
 	fmt.Println("the second pass is served from the cache with zero origin round trips either way.")
 	return nil
 }
 
 func demoSidecar(ctx context.Context, bin, originAddr, mode string, roots int) error {
-	sc, err := launch.Start(ctx, filepath.Join(bin, "sidecar"), []string{
+	args := []string{
 		"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--origin", originAddr,
-		"--prefetch-mode", mode, "--prefetch-depth", "4", "--health-interval", "100ms",
-	}, nil)
+		"--prefetch-mode", mode, "--health-interval", "100ms",
+	}
+	if mode == "static" {
+		args = append(args, "--prefetch-depth", "4") // one tree's depth below its root
+	}
+	sc, err := launch.Start(ctx, filepath.Join(bin, "sidecar"), args, nil)
 	if err != nil {
 		return err
 	}

@@ -67,7 +67,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.engine.StaleIfError, "stale-if-error", 0, "after --ttl, or while the origin's change stream is down past --watch-grace, answer a stale object (marked stale) when the origin fails, for this long")
 	fs.BoolVar(&o.watch, "watch", true, "follow the origin's change stream (Watch) to invalidate changed objects")
 	fs.DurationVar(&o.coherence.Grace, "watch-grace", 5*time.Second, "how long cached objects stay trusted while the change stream is down; after that they are revalidated")
-	mode := fs.String("prefetch-mode", "static", "prefetch mode: static or off")
+	mode := fs.String("prefetch-mode", "static", "prefetch mode: static (the --prefetch-* settings), adaptive (depth and fields learned from traffic; --prefetch-max-objects caps it) or off")
 	fs.IntVar(&o.planner.Depth, "prefetch-depth", 3, "reference levels to prefetch below a demanded object (db4o prefetchDepth)")
 	fs.IntVar(&o.planner.MaxObjects, "prefetch-max-objects", 1000, "objects one expansion may fetch (db4o prefetchObjectCount); 0 = no cap")
 	fs.StringVar(&o.fields, "prefetch-fields", "", "comma-separated ref fields to follow; empty = all")
@@ -157,7 +157,11 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		}
 		return watcher.Trust()
 	}
-	e, err := prefetch.New(o.engine, oc, c, o.planner, m)
+	var planner prefetch.Planner = o.planner
+	if o.engine.Mode == prefetch.ModeAdaptive {
+		planner = prefetch.NewAdaptive(prefetch.AdaptiveConfig{MaxDepth: o.server.MaxDepth, MaxObjects: o.planner.MaxObjects})
+	}
+	e, err := prefetch.New(o.engine, oc, c, planner, m)
 	if err != nil {
 		return fmt.Errorf("prefetch config: %w", err)
 	}

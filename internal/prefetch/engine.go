@@ -31,8 +31,9 @@ type Mode string
 
 // Modes.
 const (
-	ModeStatic Mode = "static" // expand below demanded objects with the planner's budget
-	ModeOff    Mode = "off"    // demand fetches only, hints included: an operator's kill switch
+	ModeStatic   Mode = "static"   // expand below demanded objects with the planner's budget
+	ModeAdaptive Mode = "adaptive" // the planner learns depth and fields (use NewAdaptive)
+	ModeOff      Mode = "off"      // demand fetches only, hints included: an operator's kill switch
 )
 
 // Config tunes the engine. Zero values take the documented defaults.
@@ -72,8 +73,8 @@ func (c *Config) setDefaults() {
 
 func (c Config) validate() error {
 	var errs []error
-	if c.Mode != ModeStatic && c.Mode != ModeOff {
-		errs = append(errs, fmt.Errorf("prefetch mode %q: want static or off", c.Mode))
+	if c.Mode != ModeStatic && c.Mode != ModeAdaptive && c.Mode != ModeOff {
+		errs = append(errs, fmt.Errorf("prefetch mode %q: want static, adaptive or off", c.Mode))
 	}
 	if c.Workers < 1 {
 		errs = append(errs, fmt.Errorf("prefetch workers %d: must be at least 1", c.Workers))
@@ -198,6 +199,7 @@ func (e *Engine) work() {
 // round trip per BatchSize ids, and schedules the speculative expansion of
 // what it fetched. Results keep the order of ids, duplicates removed.
 func (e *Engine) Get(ctx context.Context, ids []string, h Hint) (results []Result, missing []string, err error) {
+	start := time.Now()
 	ids = dedupe(ids)
 	byID := make(map[string]Result, len(ids))
 	var need, refresh []string
@@ -260,14 +262,25 @@ func (e *Engine) Get(ctx context.Context, ids []string, h Hint) (results []Resul
 		}
 	}
 	results = make([]Result, 0, len(byID))
+	usedPrefetch := 0
 	for _, id := range ids {
 		if r, ok := byID[id]; ok {
 			results = append(results, r)
-			if e.observer != nil {
-				e.observer.ObserveDemand(r.Object, time.Now())
+			if r.Status == StatusHitPrefetched || r.Status == StatusJoined {
+				usedPrefetch++
 			}
 		} else {
 			missing = append(missing, id)
+		}
+	}
+	if e.observer != nil {
+		objs := make([]*graph.Object, len(results))
+		for i, r := range results {
+			objs[i] = r.Object
+		}
+		e.observer.ObserveRequest(objs, start, time.Now())
+		if usedPrefetch > 0 {
+			e.observer.ObservePrefetch(0, usedPrefetch)
 		}
 	}
 	e.schedule(follow, h)
@@ -300,6 +313,9 @@ func (e *Engine) schedule(roots []*graph.Object, h Hint) {
 		return
 	}
 	b := e.planner.Budget(roots, h)
+	if h.Depth == nil { // the planner's own depth, not a request's override
+		e.m.PrefetchDepth.Set(float64(b.Depth))
+	}
 	if b.Depth <= 0 {
 		return
 	}
@@ -405,6 +421,9 @@ func (e *Engine) fill(objs []*graph.Object, missing []string, speculative bool) 
 	e.m.BytesFetched.WithLabelValues(reason).Add(float64(n))
 	if speculative {
 		e.m.PrefetchIssued.Add(float64(len(objs)))
+		if e.observer != nil {
+			e.observer.ObservePrefetch(len(objs), 0)
+		}
 		e.cache.AddPrefetched(objs...)
 	} else {
 		e.cache.AddDemand(objs...)

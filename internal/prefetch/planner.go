@@ -25,8 +25,12 @@ type Planner interface {
 type Observer interface {
 	// ObserveRoundTrip reports one origin round trip (C_fetch).
 	ObserveRoundTrip(d time.Duration)
-	// ObserveDemand reports an application request for o at now.
-	ObserveDemand(o *graph.Object, now time.Time)
+	// ObserveRequest reports one application request, from its arrival to
+	// its answer, and the objects it received.
+	ObserveRequest(objs []*graph.Object, start, end time.Time)
+	// ObservePrefetch reports objects fetched speculatively (issued) and
+	// prefetched objects that were then requested (used).
+	ObservePrefetch(issued, used int)
 }
 
 // Static is the planner with fixed settings: db4o's prefetchDepth and
