@@ -3,7 +3,7 @@ GO      ?= go
 BUF     := $(GO) tool -modfile=tools/go.mod buf
 BIN     := bin
 
-.PHONY: all build demo test check proto proto-check lint fmt-check vet unit clean
+.PHONY: all build demo test check proto proto-check lint fmt-check vet unit clients clean
 
 all: build
 
@@ -15,8 +15,8 @@ build:
 demo: build
 	$(BIN)/demo --bin $(BIN)
 
-## test: everything CI checks (formatting, vet, generated code, tests with -race)
-test: check unit
+## test: everything CI checks (formatting, vet, generated code, Go tests with -race, the Python/Node/Java clients)
+test: check unit clients
 
 check: fmt-check vet lint proto-check
 
@@ -34,14 +34,20 @@ lint:
 unit:
 	$(GO) test -race -count=1 -timeout 15m ./...
 
-## proto: regenerate api/proto Go code with the pinned tools in tools/go.mod
+## clients: the Python, Node and Java clients' tests against the real binaries
+clients: build
+	clients/test.sh
+
+## proto: regenerate api/proto Go code (pinned tools in tools/go.mod) and the Python stubs (pinned grpcio-tools)
 proto:
 	$(BUF) generate
+	clients/python/generate.sh
 
 ## proto-check: fail when the committed generated code is stale
 proto-check:
 	@$(BUF) generate && git diff --quiet --exit-code -- api/proto || \
 	  { echo "generated code in api/proto is stale: run 'make proto' and commit"; git diff --stat -- api/proto; exit 1; }
+	clients/python/generate.sh --check
 
 clean:
 	rm -rf $(BIN)

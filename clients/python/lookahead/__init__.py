@@ -1,0 +1,7 @@
+"""Python client for a lookahead sidecar."""
+
+from lookahead.client import GraphStream, LookaheadClient
+from lookahead.v1.object_pb2 import Object, Ref
+from lookahead.v1.sidecar_pb2 import CacheStatus, Result
+
+__all__ = ["CacheStatus", "GraphStream", "LookaheadClient", "Object", "Ref", "Result"]
