@@ -3,7 +3,7 @@ GO      ?= go
 BUF     := $(GO) tool -modfile=tools/go.mod buf
 BIN     := bin
 
-.PHONY: all build demo test check proto proto-check lint fmt-check vet unit clients clean
+.PHONY: all build demo test check proto proto-check lint fmt-check vet unit clients clean k8s-check prometheus-e2e rules
 
 all: build
 
@@ -51,3 +51,15 @@ proto-check:
 
 clean:
 	rm -rf $(BIN)
+
+## k8s-check: manifests, alert rules (promtool check + unit tests), dashboard, Dockerfiles' static build, metrics lint
+k8s-check:
+	$(GO) test -count=1 ./deploy/... ./internal/metrics/
+
+## prometheus-e2e: real origin + sidecar scraped by a real Prometheus server
+prometheus-e2e:
+	$(GO) test -count=1 ./test/prometheus/
+
+## rules: regenerate deploy/prometheus/prometheusrule.yaml from lookahead.rules.yml
+rules:
+	$(GO) test -count=1 ./deploy/k8s -run TestPrometheusRuleInSync -update
