@@ -178,6 +178,10 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
+	// "liveness" says only that this process serves gRPC: unlike the overall
+	// status it does not follow the origin, so a liveness probe on it never
+	// restarts (and empties) a cache that is answering hits in an outage.
+	hs.SetServingStatus(server.LivenessService, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
 

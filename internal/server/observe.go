@@ -38,6 +38,10 @@ func Interceptors(m *metrics.Set) []grpc.ServerOption {
 	}
 }
 
+// LivenessService is the health service name that is SERVING for as long as
+// the sidecar runs, whatever the origin does: for liveness probes.
+const LivenessService = "liveness"
+
 // WatchOrigin keeps the sidecar's health in step with its origin: SERVING
 // while the origin answers its health check, NOT_SERVING otherwise. It checks
 // every interval until ctx ends, logging only transitions.

@@ -9,7 +9,10 @@ import (
 
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
@@ -90,6 +93,19 @@ var _ = Describe("the sidecar in front of a real origin", func() {
 		_, _, err := s.c.Get(context.Background(), "task-0.3", nil)
 		Expect(code(err)).To(Equal(codes.Unavailable))
 		Expect(s.walk("task-0.1")).To(HaveLen(156), "cached subtree still served")
+
+		cc, err := grpc.NewClient(s.GRPC, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		Expect(err).NotTo(HaveOccurred())
+		defer cc.Close()
+		hc := healthpb.NewHealthClient(cc)
+		Eventually(func() healthpb.HealthCheckResponse_ServingStatus {
+			r, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{})
+			Expect(err).NotTo(HaveOccurred())
+			return r.GetStatus()
+		}).Should(Equal(healthpb.HealthCheckResponse_NOT_SERVING), "readiness follows the origin")
+		r, err := hc.Check(context.Background(), &healthpb.HealthCheckRequest{Service: "liveness"})
+		Expect(err).NotTo(HaveOccurred())
+		Expect(r.GetStatus()).To(Equal(healthpb.HealthCheckResponse_SERVING), "liveness does not")
 	})
 
 	It("restarts cleanly", func() {
