@@ -63,3 +63,15 @@ prometheus-e2e:
 ## rules: regenerate deploy/prometheus/prometheusrule.yaml from lookahead.rules.yml
 rules:
 	$(GO) test -count=1 ./deploy/k8s -run TestPrometheusRuleInSync -update
+
+.PHONY: bench bench-quick
+
+## bench: the workloads of BENCH.md at full size (about 25 minutes on 2 cores): tables on stdout, BENCHMARKS.md, plots in results/
+bench: build
+	$(GO) build -o $(BIN)/lookahead-bench ./bench/cmd/lookahead-bench
+	$(BIN)/lookahead-bench -mode full -bin $(BIN) -out results -markdown BENCHMARKS.md
+
+## bench-quick: the same workloads at reduced sizes, under 3 minutes
+bench-quick: build
+	$(GO) build -o $(BIN)/lookahead-bench ./bench/cmd/lookahead-bench
+	$(BIN)/lookahead-bench -mode quick -bin $(BIN) -out results -markdown BENCHMARKS.md

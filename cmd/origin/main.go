@@ -5,6 +5,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"flag"
 	"fmt"
@@ -21,6 +22,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -29,6 +31,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/originserver"
 	"github.com/lookahead-dev/lookahead/internal/store"
+	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
 )
 
 type options struct {
@@ -40,6 +43,8 @@ type options struct {
 	server                                             originserver.Config
 	drainTimeout                                       time.Duration
 	logLevel                                           slog.Level
+	tlsFiles                                           tlsconfig.Server
+	tls                                                *tls.Config // loaded from tlsFiles; nil = plaintext
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -68,6 +73,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxIDs, "max-ids", 10000, "ids per BatchGet, and roots and known ids per Expand")
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 64, "largest depth an Expand may ask for")
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 1000000, "largest max_objects an Expand may ask for, and the cap of one that sets none")
+	fs.StringVar(&o.tlsFiles.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM); needs --tls-key; empty = plaintext")
+	fs.StringVar(&o.tlsFiles.KeyFile, "tls-key", "", "private key (PEM) of --tls-cert")
+	fs.StringVar(&o.tlsFiles.ClientCAFile, "tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS; needs --tls-cert")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
 	config := fs.String("config", "", "YAML file of settings: each flag's name is a key (precedence: flags, then LOOKAHEAD_ORIGIN_* environment variables, then this file, then defaults)")
@@ -102,6 +110,10 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if o.drainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("-drain-timeout %v is negative", o.drainTimeout))
+	}
+	var err error
+	if o.tls, err = o.tlsFiles.Load(); err != nil {
+		errs = append(errs, fmt.Errorf("-tls-cert, -tls-key, -tls-client-ca: %w", err))
 	}
 	return o, errors.Join(errs...)
 }
@@ -150,7 +162,11 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
-	gs := grpc.NewServer(grpc.MaxRecvMsgSize(64 << 20))
+	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20)}
+	if o.tls != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(o.tls)))
+	}
+	gs := grpc.NewServer(sopts...)
 	lookaheadv1.RegisterOriginServiceServer(gs, svc)
 	hs := health.NewServer()
 	for _, name := range []string{"", lookaheadv1.OriginService_ServiceDesc.ServiceName} {

@@ -21,7 +21,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
@@ -47,6 +46,7 @@ type options struct {
 	watch                                                   bool
 	coherence                                               coherence.Config
 	logLevel                                                slog.Level
+	transport                                               transportOptions // origin retries, breaker, limits; TLS
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -80,12 +80,16 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 100000, "largest max_objects a request may ask for")
 	fs.DurationVar(&o.healthInterval, "health-interval", time.Second, "how often the origin's health is checked")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
+	o.transport.register(fs)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	config := fs.String("config", "", "YAML file of settings: each flag's name is a key (precedence: flags, then LOOKAHEAD_SIDECAR_* environment variables, then this file, then defaults)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
 	if err := flagconf.Apply(fs, *config, os.Environ(), "LOOKAHEAD_SIDECAR", "config"); err != nil {
+		return nil, err
+	}
+	if err := o.transport.finish(); err != nil {
 		return nil, err
 	}
 	o.engine.Mode = prefetch.Mode(*mode)
@@ -139,14 +143,15 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	defer c.Close()
 	metrics.RegisterCacheSize(reg, c.Stats)
 
-	cc, err := grpc.NewClient(o.originAddr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(64<<20)))
+	cc, err := o.transport.dial(o.originAddr)
 	if err != nil {
 		return fmt.Errorf("origin %s: %w", o.originAddr, err)
 	}
 	defer cc.Close()
-	oc := origin.NewClient(cc, m)
+	oc, err := origin.New(cc, o.transport.client, m)
+	if err != nil {
+		return fmt.Errorf("origin client config: %w", err)
+	}
 
 	// The watcher invalidates through the engine, which the engine's trust
 	// check reads back from the watcher: the trust hook closes the loop.
@@ -174,7 +179,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
-	gs := grpc.NewServer(server.Interceptors(m)...)
+	gs := grpc.NewServer(append(server.Interceptors(m), o.transport.serverOptions()...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)

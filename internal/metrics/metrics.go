@@ -55,6 +55,12 @@ type Set struct {
 	WatchConnected  prometheus.Gauge       // 1 while the origin's change stream is up
 	WatchChanges    prometheus.Counter     // changes applied from the stream
 	WatchReconnects prometheus.Counter     // times the stream was re-established
+
+	// Origin resilience (see resilience.go).
+	OriginRetries           *prometheus.CounterVec // rpc
+	OriginBreakerState      prometheus.Gauge       // 0 closed, 1 open, 2 half-open
+	OriginBreakerRejections *prometheus.CounterVec // rpc
+	OriginMalformed         *prometheus.CounterVec // problem (Malformed* constants)
 }
 
 // New creates the collectors and registers them on reg.
@@ -168,6 +174,7 @@ func New(reg prometheus.Registerer) *Set {
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
 		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchDepth)
+	s.newResilience(reg)
 	return s
 }
 

@@ -17,25 +17,70 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/resilience"
 )
 
-// Client calls one origin. Every method is one round trip, counted in
-// lookahead_origin_round_trips_total and timed in
-// lookahead_origin_round_trip_duration_seconds. Batching and parallelism are
-// the caller's business (the prefetch engine's).
+// Errors callers may branch on.
+var (
+	// ErrCircuitOpen: the call was refused without a round trip because
+	// the origin failed repeatedly and the breaker's cool-down is running.
+	// The error also wraps the origin's last failure, whose gRPC status is
+	// UNAVAILABLE.
+	ErrCircuitOpen = errors.New("origin circuit open")
+	// ErrMalformedReply: the origin sent an object for an asked-for id that
+	// cannot be cached (too large, or with an invalid ref). Nothing of that
+	// reply is returned.
+	ErrMalformedReply = errors.New("origin reply malformed")
+)
+
+// Client calls one origin. Every method is one logical call; each attempt
+// is one round trip, counted in lookahead_origin_round_trips_total and timed
+// in lookahead_origin_round_trip_duration_seconds. Reads that fail
+// UNAVAILABLE are retried (Config.Retries) and every round trip passes a
+// circuit breaker (Config.Breaker*). Batching and parallelism are the
+// caller's business (the prefetch engine's).
 type Client struct {
-	rpc    lookaheadv1.OriginServiceClient
-	health healthpb.HealthClient
-	m      *metrics.Set
+	rpc     lookaheadv1.OriginServiceClient
+	health  healthpb.HealthClient
+	m       *metrics.Set
+	cfg     Config
+	retry   resilience.Retry
+	breaker *resilience.Breaker // nil when disabled
 }
 
-// NewClient wraps a connection to an origin.
+// NewClient wraps a connection to an origin with the default Config.
 func NewClient(cc grpc.ClientConnInterface, m *metrics.Set) *Client {
-	return &Client{
+	c, err := New(cc, Config{}, m)
+	if err != nil {
+		panic(err) // the zero Config is valid
+	}
+	return c
+}
+
+// New wraps a connection to an origin.
+func New(cc grpc.ClientConnInterface, cfg Config, m *metrics.Set) (*Client, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	c := &Client{
 		rpc:    lookaheadv1.NewOriginServiceClient(cc),
 		health: healthpb.NewHealthClient(cc),
 		m:      m,
+		cfg:    cfg,
+		retry:  resilience.Retry{Retries: cfg.Retries, Base: cfg.RetryBase, Max: cfg.RetryMax, Clock: cfg.Clock},
 	}
+	if cfg.BreakerFailures > 0 {
+		b, err := resilience.NewBreaker(resilience.BreakerConfig{
+			Failures: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown, Clock: cfg.Clock,
+			OnState: func(s resilience.State) { m.OriginBreakerState.Set(float64(s)) },
+		})
+		if err != nil {
+			return nil, err
+		}
+		c.breaker = b
+	}
+	return c, nil
 }
 
 func (c *Client) observe(rpc string, start time.Time, err error) {
@@ -43,34 +88,80 @@ func (c *Client) observe(rpc string, start time.Time, err error) {
 	c.m.OriginDuration.WithLabelValues(rpc).Observe(time.Since(start).Seconds())
 }
 
-// BatchGet fetches ids in one round trip. Objects the origin sends that were
-// not asked for, that repeat, or that are invalid are dropped: a malformed
-// reply must never put a wrong object in the cache. Asked-for ids that came
-// back neither as an object nor as missing are reported missing.
-func (c *Client) BatchGet(ctx context.Context, ids []string) (found []*graph.Object, missing []string, err error) {
+// roundTrip makes one attempt of rpc through the breaker, counted and timed.
+// A refused attempt makes no round trip and returns ErrCircuitOpen.
+func (c *Client) roundTrip(ctx context.Context, rpc string, f func(context.Context) error) error {
+	var ticket resilience.Ticket
+	if c.breaker != nil {
+		t, err := c.breaker.Allow()
+		if err != nil {
+			c.m.OriginBreakerRejections.WithLabelValues(rpc).Inc()
+			var open *resilience.OpenError
+			if errors.As(err, &open) && open.Cause != nil {
+				return fmt.Errorf("%w: last failure: %w", ErrCircuitOpen, open.Cause)
+			}
+			return ErrCircuitOpen
+		}
+		ticket = t
+	}
 	start := time.Now()
-	resp, err := c.rpc.BatchGet(ctx, &lookaheadv1.OriginServiceBatchGetRequest{Ids: ids})
-	c.observe("BatchGet", start, err)
+	err := f(ctx)
+	c.observe(rpc, start, err)
+	if c.breaker != nil {
+		c.breaker.Record(ticket, outcome(err), err)
+	}
+	return err
+}
+
+// outcome judges the origin by one round trip's error. Only UNAVAILABLE
+// says the origin cannot be reached; any other answer from it proves it up.
+// A deadline or cancellation proves nothing: it is usually the caller's,
+// and one impatient caller must not open the circuit for everyone.
+func outcome(err error) resilience.Outcome {
+	switch status.Code(err) {
+	case codes.OK, codes.NotFound, codes.InvalidArgument, codes.FailedPrecondition, codes.AlreadyExists,
+		codes.Aborted, codes.OutOfRange, codes.Unimplemented, codes.PermissionDenied, codes.Unauthenticated:
+		return resilience.Success
+	case codes.Unavailable:
+		return resilience.Failure
+	}
+	return resilience.Ignore
+}
+
+// retrying runs attempt under the retry policy: again after UNAVAILABLE,
+// never after a refusal by the breaker.
+func (c *Client) retrying(ctx context.Context, rpc string, attempt func(context.Context) error) error {
+	return c.retry.Do(ctx, attempt, retryable, func() { c.m.OriginRetries.WithLabelValues(rpc).Inc() })
+}
+
+func retryable(err error) bool {
+	return !errors.Is(err, ErrCircuitOpen) && !errors.Is(err, errStreamStarted) && status.Code(err) == codes.Unavailable
+}
+
+// BatchGet fetches ids in one round trip (more when retried). What the
+// origin sends is checked before anything is returned, each problem counted
+// in lookahead_origin_malformed_total: objects and missing ids that were not
+// asked for, that repeat, or that have an invalid id are dropped; an
+// asked-for id that comes back as an object that cannot be cached (larger
+// than Config.MaxObjectBytes, or with an invalid ref) fails the call with
+// ErrMalformedReply; an asked-for id that comes back neither as an object
+// nor as missing is left out of both, so that the caller neither caches nor
+// remembers its absence.
+func (c *Client) BatchGet(ctx context.Context, ids []string) (found []*graph.Object, missing []string, err error) {
+	var resp *lookaheadv1.OriginServiceBatchGetResponse
+	err = c.retrying(ctx, "BatchGet", func(ctx context.Context) error {
+		return c.roundTrip(ctx, "BatchGet", func(ctx context.Context) error {
+			var err error
+			resp, err = c.rpc.BatchGet(ctx, &lookaheadv1.OriginServiceBatchGetRequest{Ids: ids})
+			return err
+		})
+	})
 	if err != nil {
 		return nil, nil, fmt.Errorf("origin batch get: %w", err)
 	}
-	want := make(map[string]bool, len(ids)) // id → still outstanding
-	for _, id := range ids {
-		want[id] = true
-	}
-	found = make([]*graph.Object, 0, len(resp.GetObjects()))
-	for _, p := range resp.GetObjects() {
-		if !want[p.GetId()] || graph.ValidateID(p.GetId()) != nil {
-			continue
-		}
-		want[p.GetId()] = false
-		found = append(found, graphpb.FromProto(p))
-	}
-	for _, id := range ids {
-		if want[id] {
-			want[id] = false
-			missing = append(missing, id)
-		}
+	found, missing, err = c.checkBatch(ids, resp)
+	if err != nil {
+		return nil, nil, fmt.Errorf("origin batch get: %w", err)
 	}
 	return found, missing, nil
 }
@@ -78,12 +169,16 @@ func (c *Client) BatchGet(ctx context.Context, ids []string) (found []*graph.Obj
 // Expand asks the origin to walk the graph below roots server-side and hands
 // each level to fn as it streams in: the whole subgraph in one round trip.
 // An origin that does not implement Expand yields an error matching
-// errors.ErrUnsupported. Objects are never handed over twice.
+// errors.ErrUnsupported. Objects are never handed over twice, and only
+// objects reachable from roots (through b.Fields) are handed over; objects
+// that cannot be cached end the call with ErrMalformedReply. A stream that
+// fails UNAVAILABLE before its first message is retried; once fn has seen a
+// level it is not.
 func (c *Client) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
-	start := time.Now()
-	err := c.expand(ctx, roots, b, fn)
-	c.observe("Expand", start, err)
-	if status.Code(err) == codes.Unimplemented {
+	err := c.retrying(ctx, "Expand", func(ctx context.Context) error {
+		return c.roundTrip(ctx, "Expand", func(ctx context.Context) error { return c.expand(ctx, roots, b, fn) })
+	})
+	if status.Code(err) == codes.Unimplemented && !errors.Is(err, ErrCircuitOpen) {
 		return fmt.Errorf("origin expand: %w: %w", errors.ErrUnsupported, err)
 	}
 	if err != nil {
@@ -91,6 +186,10 @@ func (c *Client) Expand(ctx context.Context, roots []string, b graph.Budget, fn 
 	}
 	return nil
 }
+
+// errStreamStarted marks a stream error after fn has seen data: not
+// retryable, since the caller has already acted on part of the answer.
+var errStreamStarted = errors.New("after the stream began")
 
 func (c *Client) expand(ctx context.Context, roots []string, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
 	ctx, cancel := context.WithCancel(ctx)
@@ -101,52 +200,63 @@ func (c *Client) expand(ctx context.Context, roots []string, b graph.Budget, fn 
 	if err != nil {
 		return err
 	}
-	seen := make(map[string]struct{})
+	chk := c.newExpandCheck(roots, b.Fields)
+	started := false
 	for {
 		resp, err := stream.Recv()
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
 			}
+			if started {
+				return fmt.Errorf("%w: %w", errStreamStarted, err)
+			}
 			return err
 		}
-		objs := make([]*graph.Object, 0, len(resp.GetObjects()))
-		for _, p := range resp.GetObjects() {
-			if _, dup := seen[p.GetId()]; dup || graph.ValidateID(p.GetId()) != nil {
-				continue
-			}
-			seen[p.GetId()] = struct{}{}
-			objs = append(objs, graphpb.FromProto(p))
+		objs, missing, err := chk.next(resp)
+		if err != nil {
+			return err
 		}
-		if err := fn(int(resp.GetLevel()), objs, resp.GetMissingIds()); err != nil {
+		started = true
+		if err := fn(int(resp.GetLevel()), objs, missing); err != nil {
 			return err
 		}
 	}
 }
 
 // Put writes o at the origin; expected, when non-nil, makes it conditional.
+// A write is never retried: an UNAVAILABLE answer may come after the origin
+// applied it, and a second attempt would then fail its version check or
+// write twice.
 func (c *Client) Put(ctx context.Context, o *graph.Object, expected *uint64) (version uint64, err error) {
-	start := time.Now()
-	resp, err := c.rpc.Put(ctx, &lookaheadv1.OriginServicePutRequest{Object: graphpb.ToProto(o), ExpectedVersion: expected})
-	c.observe("Put", start, err)
+	var resp *lookaheadv1.OriginServicePutResponse
+	err = c.roundTrip(ctx, "Put", func(ctx context.Context) error {
+		var err error
+		resp, err = c.rpc.Put(ctx, &lookaheadv1.OriginServicePutRequest{Object: graphpb.ToProto(o), ExpectedVersion: expected})
+		return err
+	})
 	if err != nil {
 		return 0, fmt.Errorf("origin put: %w", err)
 	}
 	return resp.GetVersion(), nil
 }
 
-// Delete removes id at the origin; expected, when non-nil, makes it conditional.
+// Delete removes id at the origin; expected, when non-nil, makes it
+// conditional. Like Put, it is never retried.
 func (c *Client) Delete(ctx context.Context, id string, expected *uint64) error {
-	start := time.Now()
-	_, err := c.rpc.Delete(ctx, &lookaheadv1.OriginServiceDeleteRequest{Id: id, ExpectedVersion: expected})
-	c.observe("Delete", start, err)
+	err := c.roundTrip(ctx, "Delete", func(ctx context.Context) error {
+		_, err := c.rpc.Delete(ctx, &lookaheadv1.OriginServiceDeleteRequest{Id: id, ExpectedVersion: expected})
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("origin delete: %w", err)
 	}
 	return nil
 }
 
-// Check asks the origin's standard health service whether it is serving.
+// Check asks the origin's standard health service whether it is serving. It
+// bypasses the breaker and is not counted as a round trip: it reports the
+// origin's health, whatever the breaker thinks of it.
 func (c *Client) Check(ctx context.Context) error {
 	resp, err := c.health.Check(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil {
@@ -156,4 +266,12 @@ func (c *Client) Check(ctx context.Context) error {
 		return fmt.Errorf("origin health: %s", resp.GetStatus())
 	}
 	return nil
+}
+
+// BreakerState is the circuit breaker's state; closed when it is disabled.
+func (c *Client) BreakerState() resilience.State {
+	if c.breaker == nil {
+		return resilience.StateClosed
+	}
+	return c.breaker.State()
 }

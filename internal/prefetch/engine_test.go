@@ -104,7 +104,7 @@ func TestDemandJoinsPrefetchInFlight(t *testing.T) {
 		done <- rs
 	}()
 	// The demand must be waiting on the prefetch, not at the origin itself.
-	require.Eventually(t, func() bool { return r.engine.flights.has("task-0.1") }, 5*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 1 }, 5*time.Second, time.Millisecond)
 	close(fo.release)
 	rs := <-done
 	require.Len(t, rs, 1)

@@ -1,0 +1,83 @@
+package bench
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/bench/floor"
+	"github.com/lookahead-dev/lookahead/internal/launch"
+)
+
+// TestMain lets the test binary serve as W3's floor server, as the
+// lookahead-bench binary does: Run re-executes its own executable.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 && os.Args[1] == floor.Command {
+		os.Exit(floor.Main(os.Args[2:]))
+	}
+	os.Exit(m.Run())
+}
+
+// TestSmoke runs every workload at tiny sizes against freshly built binaries
+// so that the benchmark program keeps working as the product changes. It
+// asserts what was produced, never how fast: benchmarks are not tests.
+func TestSmoke(t *testing.T) {
+	_, err := exec.LookPath("redis-server")
+	if _, ci := os.LookupEnv("CI"); err != nil && ci {
+		t.Fatal("redis-server is not installed; CI must provide it (.ci/run installs it)")
+	}
+	withRedis := err == nil
+	if !withRedis {
+		t.Log("redis-server not installed: running without the redis peer (CI is unset)")
+	}
+	root, err := filepath.Abs("..")
+	require.NoError(t, err)
+	bin := t.TempDir()
+	require.NoError(t, launch.Build(root, bin, "origin", "sidecar"))
+
+	cfg, err := Preset("smoke")
+	require.NoError(t, err)
+	out := t.TempDir()
+	cfg.Bin, cfg.Out, cfg.Markdown = bin, out, filepath.Join(out, "BENCHMARKS.md")
+	cfg.Command, cfg.RequireRedis = "go test ./bench -run TestSmoke", withRedis
+	cfg.Progress = logWriter{t}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	rep, err := Run(ctx, cfg)
+	require.NoError(t, err)
+
+	assert.Greater(t, rep.NoPrefetchRoundTrips, 0.0, "W1 read no round trips from the no_prefetch sidecar's /metrics")
+	// W1: one table per latency; W2: the summary and one per think time; W3: two; W4: one.
+	assert.Len(t, rep.Tables, len(cfg.W1.LatenciesMS)+1+len(cfg.W2.Think)+2+1)
+	for _, h := range []string{"## W1", "## W2", "## W3", "## W4", "| no_prefetch |", "| full_prefetch |", "| peer: batched client |"} {
+		assert.Contains(t, rep.Markdown, h)
+	}
+	if withRedis {
+		assert.Contains(t, rep.Markdown, "| peer: redis cache-aside | ")
+		assert.NotContains(t, rep.Markdown, "redis-server not installed")
+	}
+	md, err := os.ReadFile(cfg.Markdown)
+	require.NoError(t, err)
+	assert.Equal(t, rep.Markdown, string(md))
+	assert.NotEmpty(t, rep.Plots)
+	for _, p := range rep.Plots {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.True(t, strings.HasPrefix(string(b), "<svg"), p)
+	}
+}
+
+// logWriter sends progress lines to the test log.
+type logWriter struct{ t *testing.T }
+
+func (w logWriter) Write(p []byte) (int, error) {
+	w.t.Log(strings.TrimRight(string(p), "\n"))
+	return len(p), nil
+}

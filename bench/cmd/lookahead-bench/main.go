@@ -1,0 +1,48 @@
+// Command lookahead-bench runs the benchmarks of BENCH.md against the origin
+// and sidecar binaries, prints markdown tables and writes BENCHMARKS.md and
+// plots.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+
+	"github.com/lookahead-dev/lookahead/bench"
+	"github.com/lookahead-dev/lookahead/bench/floor"
+)
+
+func main() {
+	// The W3 floor server is this same binary, re-run with this argument.
+	if len(os.Args) > 1 && os.Args[1] == floor.Command {
+		os.Exit(floor.Main(os.Args[2:]))
+	}
+	mode := flag.String("mode", "quick", "sizes: full (BENCH.md's, about 25 minutes on 2 cores), quick (under 3 minutes) or smoke (seconds)")
+	bin := flag.String("bin", "bin", "directory holding the origin and sidecar binaries (make build)")
+	out := flag.String("out", "results", "directory for plots and raw results; empty disables")
+	md := flag.String("markdown", "BENCHMARKS.md", "report to write; empty disables")
+	workloads := flag.String("workloads", "", "comma-separated subset of w1,w2,w3,w4; empty runs all")
+	requireRedis := flag.Bool("require-redis", false, "fail when redis-server is not installed instead of skipping the redis rows")
+	flag.Parse()
+	cfg, err := bench.Preset(*mode)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lookahead-bench:", err)
+		os.Exit(2)
+	}
+	cfg.Bin, cfg.Out, cfg.Markdown, cfg.RequireRedis = *bin, *out, *md, *requireRedis
+	cfg.Command = strings.Join(os.Args, " ")
+	cfg.Stdout = os.Stdout
+	if *workloads != "" {
+		cfg.Workloads = strings.Split(*workloads, ",")
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if _, err := bench.Run(ctx, cfg); err != nil {
+		fmt.Fprintln(os.Stderr, "lookahead-bench:", err)
+		os.Exit(1)
+	}
+}

@@ -1,0 +1,231 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/client"
+	"github.com/lookahead-dev/lookahead/internal/launch"
+	"github.com/lookahead-dev/lookahead/internal/scrape"
+)
+
+// env holds what every workload shares: the binaries, the latency proxies,
+// redis-server and a scratch directory. It owns every process it starts.
+type env struct {
+	cfg   Config
+	tmp   string
+	px    *proxies
+	redis *redisServer // nil when redis-server is not installed
+	// redisNote says why the redis rows are missing, when they are.
+	redisNote string
+	adaptive  bool         // bin/sidecar has --prefetch-mode adaptive
+	seq       atomic.Int64 // names sidecars' unique socket paths
+}
+
+func (e *env) progress(format string, args ...any) {
+	fmt.Fprintf(e.cfg.Progress, "%s "+format+"\n", append([]any{time.Now().Format("15:04:05")}, args...)...)
+}
+
+// origin is a reference origin behind its own latency proxy.
+type origin struct {
+	proc *launch.Process
+	link *link
+}
+
+// Addr is where clients reach the origin: through the proxy.
+func (o *origin) Addr() string { return o.link.Addr() }
+
+func (o *origin) stop() {
+	_ = o.proc.Stop(10 * time.Second)
+}
+
+// startOrigin runs bin/origin with args on a fresh store and puts a proxy in
+// front of it.
+func (e *env) startOrigin(ctx context.Context, name string, args ...string) (*origin, error) {
+	dir, err := os.MkdirTemp(e.tmp, "origin-"+name+"-")
+	if err != nil {
+		return nil, err
+	}
+	all := append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "", "--data", dir, "--log-level", "warn"}, args...)
+	sctx, cancel := context.WithTimeout(ctx, 10*time.Minute) // loading a dataset
+	defer cancel()
+	p, err := launch.Start(sctx, filepath.Join(e.cfg.Bin, "origin"), all, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitServing(sctx); err != nil {
+		p.Kill()
+		return nil, err
+	}
+	l, err := e.px.add("origin-"+name, p.GRPC)
+	if err != nil {
+		p.Kill()
+		return nil, err
+	}
+	return &origin{proc: p, link: l}, nil
+}
+
+// sidecar is one running bin/sidecar with a client connected to it.
+type sidecar struct {
+	proc   *launch.Process
+	c      *client.Client
+	socket string // unique unix socket path, which also identifies the process
+}
+
+// startSidecar runs bin/sidecar against originAddr with extra flags.
+func (e *env) startSidecar(ctx context.Context, originAddr string, flags ...string) (*sidecar, error) {
+	sock := filepath.Join(e.tmp, "sc-"+strconv.FormatInt(e.seq.Add(1), 10)+".sock")
+	args := append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
+		"--origin", originAddr, "--unix-socket", sock, "--log-level", "warn"}, flags...)
+	sctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	p, err := launch.Start(sctx, filepath.Join(e.cfg.Bin, "sidecar"), args, nil)
+	if err != nil {
+		return nil, err
+	}
+	if err := p.WaitServing(sctx); err != nil {
+		p.Kill()
+		return nil, err
+	}
+	c, err := client.Dial(p.GRPC)
+	if err != nil {
+		p.Kill()
+		return nil, err
+	}
+	// Connect before anything is timed: an Invalidate of an id nobody uses
+	// touches neither the cache's contents nor the origin.
+	if _, err := c.Service().Invalidate(sctx, &lookaheadv1.InvalidateRequest{Ids: []string{"lookahead-bench-warm-up"}}); err != nil {
+		c.Close()
+		p.Kill()
+		return nil, fmt.Errorf("sidecar warm-up: %w", err)
+	}
+	return &sidecar{proc: p, c: c, socket: sock}, nil
+}
+
+func (s *sidecar) scrape(ctx context.Context) (scrape.Samples, error) {
+	return scrape.Fetch(ctx, s.proc.MetricsURL())
+}
+
+// stop closes the client and stops the process; a sidecar that does not
+// stop cleanly is reported, since the figures it produced are suspect.
+func (s *sidecar) stop() error {
+	s.c.Close()
+	if err := s.proc.Stop(10 * time.Second); err != nil {
+		return fmt.Errorf("sidecar: %w\n%s", err, tail(s.proc.Log(), 2000))
+	}
+	return nil
+}
+
+// pid finds the sidecar's process id: launch.Process does not expose it, so
+// look for our child whose command line holds the sidecar's unique socket
+// path. 0 when it cannot be found.
+func (s *sidecar) pid() int {
+	me := os.Getpid()
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return 0
+	}
+	for _, ent := range ents {
+		pid, err := strconv.Atoi(ent.Name())
+		if err != nil {
+			continue
+		}
+		stat, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// Fields after the parenthesised command name: state ppid ...
+		i := bytes.LastIndexByte(stat, ')')
+		if i < 0 {
+			continue
+		}
+		f := strings.Fields(string(stat[i+1:]))
+		if len(f) < 2 || f[1] != strconv.Itoa(me) {
+			continue
+		}
+		cmdline, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
+		if err == nil && bytes.Contains(cmdline, []byte(s.socket+"\x00")) {
+			return pid
+		}
+	}
+	return 0
+}
+
+// procStatusKB reads a "Name: N kB" line of /proc/PID/status, in bytes.
+func procStatusKB(pid int, name string) int64 {
+	b, err := os.ReadFile(filepath.Join("/proc", strconv.Itoa(pid), "status"))
+	if err != nil {
+		return 0
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, name+":"); ok {
+			f := strings.Fields(rest)
+			if len(f) > 0 {
+				n, _ := strconv.ParseInt(f[0], 10, 64)
+				return n << 10
+			}
+		}
+	}
+	return 0
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
+}
+
+// counters is the subset of a sidecar's /metrics the tables show, as the
+// difference between two scrapes.
+type counters struct {
+	RoundTrips     float64 // lookahead_origin_round_trips_total
+	Bytes          float64 // lookahead_origin_fetched_bytes_total, all reasons
+	PrefetchBytes  float64 // of those, reason="prefetch"
+	Issued, Used   float64 // lookahead_prefetch_issued_total, _used_total
+	Wasted         float64 // lookahead_prefetch_wasted_total
+	WastedBytes    float64
+	Late, Joined   float64 // lookahead_prefetch_late_total, lookahead_inflight_joins_total
+	Hits, Misses   float64
+	PrefetchHits   float64 // lookahead_cache_hits_total{tier="prefetch"}
+	Dropped        float64 // lookahead_prefetch_dropped_total
+	ExpandRequests float64 // origin round trips with rpc="Expand"
+}
+
+func countersOf(s scrape.Samples) counters {
+	return counters{
+		RoundTrips:     s.Sum("lookahead_origin_round_trips_total"),
+		ExpandRequests: s.Sum("lookahead_origin_round_trips_total", "rpc", "Expand"),
+		Bytes:          s.Sum("lookahead_origin_fetched_bytes_total"),
+		PrefetchBytes:  s.Sum("lookahead_origin_fetched_bytes_total", "reason", "prefetch"),
+		Issued:         s.Sum("lookahead_prefetch_issued_total"),
+		Used:           s.Sum("lookahead_prefetch_used_total"),
+		Wasted:         s.Sum("lookahead_prefetch_wasted_total"),
+		WastedBytes:    s.Sum("lookahead_prefetch_wasted_bytes_total"),
+		Late:           s.Sum("lookahead_prefetch_late_total"),
+		Joined:         s.Sum("lookahead_inflight_joins_total"),
+		Hits:           s.Sum("lookahead_cache_hits_total"),
+		PrefetchHits:   s.Sum("lookahead_cache_hits_total", "tier", "prefetch"),
+		Misses:         s.Sum("lookahead_cache_misses_total"),
+		Dropped:        s.Sum("lookahead_prefetch_dropped_total"),
+	}
+}
+
+func (a counters) minus(b counters) counters {
+	return counters{
+		RoundTrips: a.RoundTrips - b.RoundTrips, ExpandRequests: a.ExpandRequests - b.ExpandRequests,
+		Bytes: a.Bytes - b.Bytes, PrefetchBytes: a.PrefetchBytes - b.PrefetchBytes,
+		Issued: a.Issued - b.Issued, Used: a.Used - b.Used, Wasted: a.Wasted - b.Wasted,
+		WastedBytes: a.WastedBytes - b.WastedBytes, Late: a.Late - b.Late, Joined: a.Joined - b.Joined,
+		Hits: a.Hits - b.Hits, PrefetchHits: a.PrefetchHits - b.PrefetchHits, Misses: a.Misses - b.Misses,
+		Dropped: a.Dropped - b.Dropped,
+	}
+}

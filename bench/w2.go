@@ -1,0 +1,291 @@
+package bench
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/lookahead-dev/lookahead/bench/knafla"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
+)
+
+// W2Config sizes W2, Knafla's navigation.
+type W2Config struct {
+	Pages        int             // pages in the dataset
+	Visit        int             // pages one navigation visits (Knafla: 195)
+	PayloadBytes int             // per object
+	Think        []time.Duration // think time per object, swept
+	Workers      []int           // --prefetch-workers, swept; demand fetching is the baseline
+	Depth        int             // --prefetch-depth of the prefetching sidecars
+	MaxObjects   int             // --prefetch-max-objects
+	Reps         int
+	LatencyMS    int
+}
+
+// w2Conditions are Knafla's accuracy conditions: how many of an Out-Ref
+// object's three refs, all of which the sidecar prefetches, the navigation
+// follows.
+var w2Conditions = []struct {
+	Name   string
+	Follow int
+}{{"Correct", 3}, {"One incorrect", 2}, {"Two incorrect", 1}}
+
+type w2Sample struct {
+	Elapsed time.Duration
+	Objects int
+	Think   time.Duration // measured think time per object
+	C       counters
+}
+
+// w2Cell is one think time × condition × workers (0 = prefetch off).
+type w2Cell struct {
+	Think   time.Duration
+	Cond    int // index into w2Conditions
+	Workers int
+	Samples []w2Sample
+}
+
+func (c *w2Cell) med(f func(w2Sample) float64) float64 {
+	xs := make([]float64, len(c.Samples))
+	for i, s := range c.Samples {
+		xs[i] = f(s)
+	}
+	return median(xs)
+}
+
+func (c *w2Cell) elapsed() time.Duration {
+	return time.Duration(c.med(func(s w2Sample) float64 { return float64(s.Elapsed) }))
+}
+
+type w2Result struct {
+	Cfg   W2Config
+	RTT   time.Duration
+	Cells []*w2Cell
+}
+
+func (r *w2Result) cell(think time.Duration, cond, workers int) *w2Cell {
+	for _, c := range r.Cells {
+		if c.Think == think && c.Cond == cond && c.Workers == workers {
+			return c
+		}
+	}
+	return nil
+}
+
+// saving is 1 − elapsed(prefetch)/elapsed(demand), both medians of this run.
+func (r *w2Result) saving(think time.Duration, cond, workers int) float64 {
+	d, p := r.cell(think, cond, 0), r.cell(think, cond, workers)
+	if d == nil || p == nil || len(d.Samples) == 0 || len(p.Samples) == 0 {
+		return math.NaN()
+	}
+	return 1 - float64(p.elapsed())/float64(d.elapsed())
+}
+
+func writeKnafla(path string, d knafla.Dataset) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	if err := d.Generate(func(o *graph.Object) error { return graph.EncodeNDJSON(w, o) }); err != nil {
+		f.Close()
+		return err
+	}
+	if err := w.Flush(); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func runW2(ctx context.Context, e *env, cfg W2Config) (*w2Result, error) {
+	ds := knafla.Dataset{Pages: cfg.Pages, PayloadBytes: cfg.PayloadBytes, Seed: 1}
+	path := filepath.Join(e.tmp, "knafla.ndjson")
+	if err := writeKnafla(path, ds); err != nil {
+		return nil, err
+	}
+	e.progress("w2: starting origin with %d pages of %d objects (--load %s)", cfg.Pages, knafla.PageObjects, filepath.Base(path))
+	o, err := e.startOrigin(ctx, "w2", "--load", path)
+	if err != nil {
+		return nil, err
+	}
+	defer o.stop()
+	if err := o.link.setLatency(cfg.LatencyMS); err != nil {
+		return nil, err
+	}
+	res := &w2Result{Cfg: cfg}
+	if res.RTT, err = pingRTT(ctx, o.Addr(), 50); err != nil {
+		return nil, err
+	}
+	e.progress("w2: latency %d ms one way: measured round trip %s", cfg.LatencyMS, fmtMS(res.RTT))
+
+	configs := append([]int{0}, cfg.Workers...)
+	for _, think := range cfg.Think {
+		for ci := range w2Conditions {
+			for _, w := range configs {
+				res.Cells = append(res.Cells, &w2Cell{Think: think, Cond: ci, Workers: w})
+			}
+		}
+	}
+	for rep := 0; rep < cfg.Reps; rep++ {
+		for ti, think := range cfg.Think {
+			for ci, cond := range w2Conditions {
+				// Every configuration of a repetition and condition makes the
+				// same navigation, so their times compare like for like.
+				nav := knafla.Navigation{Follow: cond.Follow, Pages: cfg.Visit, TotalPages: cfg.Pages,
+					Start: (rep*7919 + ci*104729) % cfg.Pages, Seed: uint64(rep*10 + ci + 1)}
+				for _, w := range rotate(configs, rep+ti+ci) {
+					s, err := w2Run(ctx, e, o.Addr(), cfg, nav, think, w)
+					if err != nil {
+						return nil, fmt.Errorf("%s, %d workers, think %v: %w", cond.Name, w, think, err)
+					}
+					c := res.cell(think, ci, w)
+					c.Samples = append(c.Samples, s)
+					e.progress("w2: rep %d/%d think %-6v %-13s %-10s %s (%d objects, %s origin round trips, prefetch used %s of %s)",
+						rep+1, cfg.Reps, think, cond.Name, w2Label(w), fmtDur(s.Elapsed), s.Objects,
+						fmtCount(s.C.RoundTrips), fmtCount(s.C.Used), fmtCount(s.C.Issued))
+				}
+			}
+		}
+	}
+	return res, nil
+}
+
+func w2Label(workers int) string {
+	if workers == 0 {
+		return "demand"
+	}
+	return strconv.Itoa(workers) + " worker" + plural(workers, "", "s")
+}
+
+func w2Run(ctx context.Context, e *env, originAddr string, cfg W2Config, nav knafla.Navigation, think time.Duration, workers int) (s w2Sample, err error) {
+	args := []string{"--prefetch-mode", "off"}
+	if workers > 0 {
+		args = []string{"--prefetch-mode", "static", "--prefetch-depth", strconv.Itoa(cfg.Depth),
+			"--prefetch-max-objects", strconv.Itoa(cfg.MaxObjects), "--prefetch-workers", strconv.Itoa(workers),
+			"--prefetch-fields", strings.Join(knafla.Fields, ",")}
+	}
+	sc, err := e.startSidecar(ctx, originAddr, args...)
+	if err != nil {
+		return s, err
+	}
+	defer func() {
+		if serr := sc.stop(); err == nil {
+			err = serr
+		}
+	}()
+	before, err := sc.scrape(ctx)
+	if err != nil {
+		return s, err
+	}
+	get := func(ctx context.Context, id string) (*graph.Object, error) {
+		o, _, err := sc.c.Get(ctx, id, nil)
+		return graphpb.FromProto(o), err
+	}
+	var thought time.Duration
+	thinkFn := func() {
+		if think > 0 {
+			t := time.Now()
+			spin(think)
+			thought += time.Since(t)
+		}
+	}
+	start := time.Now()
+	st, err := knafla.Navigate(ctx, nav, get, thinkFn)
+	if err != nil {
+		return s, err
+	}
+	s.Elapsed = time.Since(start)
+	s.Objects = st.Objects
+	if st.Objects > 0 {
+		s.Think = thought / time.Duration(st.Objects)
+	}
+	after, err := sc.scrape(ctx)
+	if err != nil {
+		return s, err
+	}
+	s.C = countersOf(after).minus(countersOf(before))
+	return s, nil
+}
+
+// tables renders W2: a summary of savings, then one table per think time
+// with the sidecar's own counters.
+func (r *w2Result) tables() (summary string, detail []string) {
+	header := []string{"condition", "workers"}
+	for _, t := range r.Cfg.Think {
+		header = append(header, "think "+fmtThink(t))
+	}
+	var rows [][]string
+	for ci, cond := range w2Conditions {
+		for _, w := range r.Cfg.Workers {
+			row := []string{cond.Name, strconv.Itoa(w)}
+			for _, t := range r.Cfg.Think {
+				row = append(row, fmtPct(r.saving(t, ci, w)))
+			}
+			rows = append(rows, row)
+		}
+	}
+	summary = table(header, rows)
+	for _, t := range r.Cfg.Think {
+		var rows [][]string
+		for ci, cond := range w2Conditions {
+			for _, w := range append([]int{0}, r.Cfg.Workers...) {
+				c := r.cell(t, ci, w)
+				if c == nil || len(c.Samples) == 0 {
+					continue
+				}
+				saving := "(baseline)"
+				if w > 0 {
+					saving = fmtPct(r.saving(t, ci, w))
+				}
+				issued := c.med(func(s w2Sample) float64 { return s.C.Issued })
+				used := c.med(func(s w2Sample) float64 { return s.C.Used })
+				prefetch, accuracy := "–", "–"
+				if w > 0 {
+					prefetch = fmt.Sprintf("%s / %s / %s", fmtCount(issued), fmtCount(used),
+						fmtCount(c.med(func(s w2Sample) float64 { return s.C.Wasted })))
+					if issued > 0 {
+						accuracy = fmtPct(used / issued)
+					}
+				}
+				rows = append(rows, []string{cond.Name, w2Label(w), fmtDur(c.elapsed()), saving,
+					fmtCount(c.med(func(s w2Sample) float64 { return float64(s.Objects) })),
+					fmtDur(time.Duration(c.med(func(s w2Sample) float64 { return float64(s.Think) }))),
+					fmtCount(c.med(func(s w2Sample) float64 { return s.C.RoundTrips })),
+					prefetch, accuracy,
+					fmtCount(c.med(func(s w2Sample) float64 { return s.C.PrefetchHits })),
+					fmtCount(c.med(func(s w2Sample) float64 { return s.C.Late })),
+					fmtCount(c.med(func(s w2Sample) float64 { return s.C.Misses })),
+				})
+			}
+		}
+		detail = append(detail, fmt.Sprintf("Think time %s per object:\n\n", fmtThink(t))+table([]string{
+			"condition", "fetching", "elapsed", "saving vs demand", "objects", "measured think / object",
+			"origin round trips", "prefetch issued / used / wasted", "accuracy (used / issued)",
+			"prefetch-tier hits", "late (joined in flight)", "misses"}, rows))
+	}
+	return summary, detail
+}
+
+func fmtThink(t time.Duration) string {
+	if t == 0 {
+		return "0"
+	}
+	return t.String()
+}
+
+// spin busy-waits for d: the application computing on the object. A sleep
+// would not do: on this kernel time.Sleep of 50µs to 1ms returns after about
+// 1.1 ms, sooner when other goroutines of the process wake the runtime, so the
+// think time would depend on the configuration under test.
+func spin(d time.Duration) {
+	for start := time.Now(); time.Since(start) < d; {
+	}
+}

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"crypto/tls"
+	"errors"
+	"flag"
+	"fmt"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/lookahead-dev/lookahead/internal/origin"
+	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
+)
+
+// transportOptions are the settings of the origin connection (retries,
+// breaker, reply and message limits, TLS) and of the sidecar's listener
+// (message limit, TLS).
+type transportOptions struct {
+	client          origin.Config
+	maxObjectBytes  int64
+	maxMessageBytes int64
+	serverFiles     tlsconfig.Server
+	originFiles     tlsconfig.Client
+
+	serverTLS, originTLS *tls.Config // loaded by finish; nil = plaintext
+}
+
+func (t *transportOptions) register(fs *flag.FlagSet) {
+	fs.IntVar(&t.client.Retries, "origin-retries", origin.DefaultRetries, "retries of an origin read answered UNAVAILABLE, with jittered exponential backoff, never past the caller's deadline; 0 = none")
+	fs.IntVar(&t.client.BreakerFailures, "origin-breaker-failures", origin.DefaultBreakerFailures, "consecutive origin round trips answered UNAVAILABLE that open the circuit breaker; 0 disables the breaker")
+	fs.DurationVar(&t.client.BreakerCooldown, "origin-breaker-cooldown", origin.DefaultBreakerCooldown, "how long an open breaker answers UNAVAILABLE at once, without asking the origin, before it lets one probe through")
+	t.maxObjectBytes = origin.DefaultMaxObjectBytes
+	t.maxMessageBytes = origin.DefaultMaxMessageBytes
+	fs.Var((*byteSize)(&t.maxObjectBytes), "max-object-bytes", "largest object accepted from the origin (id, type, refs and payload); a reply carrying a larger one is refused and counted in lookahead_origin_malformed_total")
+	fs.Var((*byteSize)(&t.maxMessageBytes), "max-message-bytes", "largest gRPC message received or sent, by the sidecar's server and on the origin connection; a larger one fails RESOURCE_EXHAUSTED")
+	fs.StringVar(&t.serverFiles.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM); needs --tls-key; empty = plaintext")
+	fs.StringVar(&t.serverFiles.KeyFile, "tls-key", "", "private key (PEM) of --tls-cert")
+	fs.StringVar(&t.serverFiles.ClientCAFile, "tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS; needs --tls-cert")
+	fs.StringVar(&t.originFiles.CAFile, "origin-tls-ca", "", "connect to the origin over TLS, trusting these CAs (PEM); empty with other --origin-tls-* flags = the system's roots")
+	fs.StringVar(&t.originFiles.CertFile, "origin-tls-cert", "", "client certificate (PEM) for an origin that requires mutual TLS; needs --origin-tls-key")
+	fs.StringVar(&t.originFiles.KeyFile, "origin-tls-key", "", "private key (PEM) of --origin-tls-cert")
+	fs.StringVar(&t.originFiles.ServerName, "origin-tls-server-name", "", "name the origin's certificate must carry; empty = the host of --origin")
+}
+
+// finish checks the settings, naming the flag of each broken one, and loads
+// the TLS files.
+func (t *transportOptions) finish() error {
+	var errs []error
+	for _, v := range []struct {
+		flag string
+		n    int
+		to   *int
+	}{
+		{"origin-retries", t.client.Retries, &t.client.Retries},
+		{"origin-breaker-failures", t.client.BreakerFailures, &t.client.BreakerFailures},
+	} {
+		switch {
+		case v.n < 0:
+			errs = append(errs, fmt.Errorf("-%s %d: must not be negative", v.flag, v.n))
+		case v.n == 0:
+			*v.to = -1 // origin.Config: negative = none; zero would mean the default
+		}
+	}
+	if t.client.BreakerCooldown <= 0 {
+		errs = append(errs, fmt.Errorf("-origin-breaker-cooldown %v: must be positive", t.client.BreakerCooldown))
+	}
+	if t.maxObjectBytes < 1 {
+		errs = append(errs, fmt.Errorf("-max-object-bytes %d: must be positive", t.maxObjectBytes))
+	}
+	if t.maxMessageBytes < 1 || t.maxMessageBytes > 1<<31-1 {
+		errs = append(errs, fmt.Errorf("-max-message-bytes %d: must be between 1 and 2GiB-1", t.maxMessageBytes))
+	} else if t.maxMessageBytes <= t.maxObjectBytes {
+		errs = append(errs, fmt.Errorf("-max-message-bytes %d: must exceed -max-object-bytes %d, or no object of the largest size could arrive", t.maxMessageBytes, t.maxObjectBytes))
+	}
+	t.client.MaxObjectBytes = t.maxObjectBytes
+	var err error
+	if t.serverTLS, err = t.serverFiles.Load(); err != nil {
+		errs = append(errs, fmt.Errorf("-tls-cert, -tls-key, -tls-client-ca: %w", err))
+	}
+	if t.originTLS, err = t.originFiles.Load(); err != nil {
+		errs = append(errs, fmt.Errorf("-origin-tls-ca, -origin-tls-cert, -origin-tls-key: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// dial connects to the origin at target.
+func (t *transportOptions) dial(target string) (*grpc.ClientConn, error) {
+	return origin.Dial(target, origin.DialConfig{TLS: t.originTLS, MaxMessageBytes: int(t.maxMessageBytes), ReconnectMax: time.Second})
+}
+
+// serverOptions are the gRPC server's message limits and credentials.
+func (t *transportOptions) serverOptions() []grpc.ServerOption {
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(t.maxMessageBytes)), grpc.MaxSendMsgSize(int(t.maxMessageBytes))}
+	if t.serverTLS != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(t.serverTLS)))
+	}
+	return opts
+}

@@ -1,0 +1,172 @@
+package origin
+
+import (
+	"errors"
+	"fmt"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
+)
+
+// An origin is a separate program, maybe in another language, maybe
+// buggy: nothing it sends reaches the cache unchecked. The checks below
+// are the contract of origin.proto (an id answered once, as an object or as
+// missing, only if asked for) plus the sidecar's own limits.
+
+// answer is what a reply said of an asked-for id.
+type answer int
+
+const (
+	unanswered answer = iota
+	gotObject
+	gotMissing
+	gotRejected // an object that cannot be cached
+)
+
+func (c *Client) malformed(problem string) { c.m.OriginMalformed.WithLabelValues(problem).Inc() }
+
+// checkObject applies the sidecar's limits to an object whose id is valid.
+// A self-reference is not a problem: graphs may have them, and every
+// traversal terminates on them.
+func (c *Client) checkObject(o *graph.Object) error {
+	for i, r := range o.Refs {
+		if err := graph.ValidateID(r.ID); err != nil {
+			c.malformed(metrics.MalformedInvalidRef)
+			return fmt.Errorf("object %q: %w", o.ID, &graph.RefError{Index: i, Field: r.Field, Err: err})
+		}
+	}
+	if n := o.Size(); n > c.cfg.MaxObjectBytes {
+		c.malformed(metrics.MalformedOversized)
+		return fmt.Errorf("object %q: %d bytes exceed the limit of %d", o.ID, n, c.cfg.MaxObjectBytes)
+	}
+	return nil
+}
+
+// checkBatch sorts a BatchGet reply into what may be used, counting every
+// problem (see BatchGet).
+func (c *Client) checkBatch(ids []string, resp *lookaheadv1.OriginServiceBatchGetResponse) (found []*graph.Object, missing []string, err error) {
+	asked := make(map[string]answer, len(ids))
+	for _, id := range ids {
+		asked[id] = unanswered
+	}
+	var rejected []error
+	found = make([]*graph.Object, 0, len(resp.GetObjects()))
+	for _, p := range resp.GetObjects() {
+		id := p.GetId()
+		a, ok := asked[id]
+		switch {
+		case graph.ValidateID(id) != nil:
+			c.malformed(metrics.MalformedInvalidID)
+			continue
+		case !ok:
+			c.malformed(metrics.MalformedUnrequested)
+			continue
+		case a != unanswered:
+			c.malformed(metrics.MalformedDuplicate)
+			continue
+		}
+		o := graphpb.FromProto(p)
+		if err := c.checkObject(o); err != nil {
+			asked[id] = gotRejected
+			rejected = append(rejected, err)
+			continue
+		}
+		asked[id] = gotObject
+		found = append(found, o)
+	}
+	for _, id := range resp.GetMissingIds() {
+		a, ok := asked[id]
+		switch {
+		case !ok:
+			c.malformed(metrics.MalformedUnrequested)
+		case a == gotMissing:
+			c.malformed(metrics.MalformedDuplicate)
+		case a != unanswered: // sent as an object too: the object wins
+			c.malformed(metrics.MalformedConflict)
+		default:
+			asked[id] = gotMissing
+			missing = append(missing, id)
+		}
+	}
+	for _, id := range ids {
+		if asked[id] == unanswered {
+			c.malformed(metrics.MalformedUnanswered)
+			asked[id] = gotMissing // an id asked for twice is counted once
+		}
+	}
+	if len(rejected) > 0 {
+		return nil, nil, fmt.Errorf("%w: %w", ErrMalformedReply, errors.Join(rejected...))
+	}
+	return found, missing, nil
+}
+
+// expandCheck follows an Expand stream: an object may come only if it is a
+// root or the ref (through the requested fields) of an object already
+// received, and only once.
+type expandCheck struct {
+	c         *Client
+	fields    map[string]bool   // nil = all
+	reachable map[string]bool   // roots and refs of accepted objects
+	seen      map[string]answer // ids sent, as objects or as missing
+}
+
+func (c *Client) newExpandCheck(roots, fields []string) *expandCheck {
+	x := &expandCheck{c: c, reachable: make(map[string]bool, len(roots)), seen: make(map[string]answer)}
+	for _, r := range roots {
+		x.reachable[r] = true
+	}
+	if len(fields) > 0 {
+		x.fields = make(map[string]bool, len(fields))
+		for _, f := range fields {
+			x.fields[f] = true
+		}
+	}
+	return x
+}
+
+// next checks one message of the stream.
+func (x *expandCheck) next(resp *lookaheadv1.ExpandResponse) (objs []*graph.Object, missing []string, err error) {
+	c := x.c
+	objs = make([]*graph.Object, 0, len(resp.GetObjects()))
+	for _, p := range resp.GetObjects() {
+		id := p.GetId()
+		switch {
+		case graph.ValidateID(id) != nil:
+			c.malformed(metrics.MalformedInvalidID)
+			continue
+		case x.seen[id] != unanswered:
+			c.malformed(metrics.MalformedDuplicate)
+			continue
+		case !x.reachable[id]:
+			c.malformed(metrics.MalformedUnrequested)
+			continue
+		}
+		x.seen[id] = gotObject
+		o := graphpb.FromProto(p)
+		if err := c.checkObject(o); err != nil {
+			return nil, nil, fmt.Errorf("%w: %w", ErrMalformedReply, err)
+		}
+		for _, r := range o.Refs {
+			if x.fields == nil || x.fields[r.Field] {
+				x.reachable[r.ID] = true
+			}
+		}
+		objs = append(objs, o)
+	}
+	for _, id := range resp.GetMissingIds() {
+		switch {
+		case !x.reachable[id]:
+			c.malformed(metrics.MalformedUnrequested)
+		case x.seen[id] == gotMissing:
+			c.malformed(metrics.MalformedDuplicate)
+		case x.seen[id] == gotObject:
+			c.malformed(metrics.MalformedConflict)
+		default:
+			x.seen[id] = gotMissing
+			missing = append(missing, id)
+		}
+	}
+	return objs, missing, nil
+}
