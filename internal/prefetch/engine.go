@@ -235,6 +235,10 @@ func (e *Engine) Get(ctx context.Context, ids []string, h Hint) (results []Resul
 			follow = append(follow, l.Object)
 		default:
 			byID[id] = Result{Object: l.Object, Status: StatusHit}
+			if h.Depth != nil || h.MaxObjects != nil || len(h.Fields) > 0 {
+				// A request that asks for a prefetch gets it, cached or not.
+				follow = append(follow, l.Object)
+			}
 		}
 	}
 	if len(need) > 0 {

@@ -287,3 +287,17 @@ func TestCloseStopsHeavyPrefetch(t *testing.T) {
 }
 
 func itoa(i int) string { return fmtInt(i) }
+
+func TestHintOnCachedObjectPrefetches(t *testing.T) {
+	objs := tree(t, 3, 3)
+	fo := newFakeOrigin(objs)
+	r := newRig(t, fo, Config{}, Static{Depth: 0}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+	require.NoError(t, err)
+	require.Equal(t, 1, fo.calls(), "no prefetch configured")
+	two := 2
+	rs, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{Depth: &two})
+	require.NoError(t, err)
+	assert.Equal(t, StatusHit, rs[0].Status)
+	waitIssued(t, r, len(objs)-1)
+}
