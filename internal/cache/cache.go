@@ -159,6 +159,9 @@ func (c *Cache) Get(id string) (Lookup, bool) {
 	}
 	if e, ok := c.main.get(id, c.cfg.Now); ok {
 		c.hitMain.Inc()
+		if e.fresh.IsZero() { // no TTL: the hit path reads no clock
+			return Lookup{Object: e.obj, Tier: TierMain}, true
+		}
 		stale, age := staleness(e.fresh, c.cfg.Now())
 		return Lookup{Object: e.obj, Tier: TierMain, Stale: stale, StaleFor: age}, true
 	}

@@ -74,14 +74,6 @@ func (f *inflight) forget(id string) {
 	f.mu.Unlock()
 }
 
-// has reports whether id is being fetched.
-func (f *inflight) has(id string) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	_, ok := f.calls[id]
-	return ok
-}
-
 type batch struct {
 	ids  []string
 	call *call
