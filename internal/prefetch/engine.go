@@ -337,10 +337,12 @@ func (e *Engine) schedule(roots []*graph.Object, h Hint) {
 // cached and fetch the rest, level by level, until the budget is spent.
 func (e *Engine) expand(j job) {
 	plan := NewPlan(j.roots, j.budget)
-	local := make(map[string]*graph.Object) // what this job's Expand calls returned
+	var xs []*expansion // this job's Expand calls: what they brought stays visible to the plan
 	have := func(id string) (*graph.Object, bool) {
-		if o, ok := local[id]; ok {
-			return o, true
+		for _, x := range xs {
+			if o, known := x.lookup(id); known {
+				return o, true
+			}
 		}
 		return e.cache.Peek(id)
 	}
@@ -356,7 +358,17 @@ func (e *Engine) expand(j job) {
 		if len(st.Fetch) > 0 {
 			var err error
 			if j.budget.Depth-st.Level > 0 && e.canExpand() {
-				fetched, err = e.expandRemote(e.ctx, st.Fetch, e.subBudget(plan, st, j.budget), true, local)
+				x, joins := e.newExpansion(st.Fetch, e.subBudget(plan, st, j.budget), true)
+				err = x.run(e.ctx)
+				if errors.Is(err, errors.ErrUnsupported) {
+					err = nil
+				} else if err == nil {
+					xs = append(xs, x)
+					fetched, _ = x.delivered(st.Fetch)
+					var more []*graph.Object
+					more, err = joined(e.ctx, joins) // roots another fetch was bringing
+					fetched = append(fetched, more...)
+				}
 			}
 			if err == nil && fetched == nil { // no Expand: level by level
 				fetched, err = e.speculate(st.Fetch)
@@ -380,39 +392,6 @@ func (e *Engine) subBudget(plan *Plan, st Step, b graph.Budget) graph.Budget {
 }
 
 func (e *Engine) canExpand() bool { return e.expander != nil && !e.noExpand.Load() }
-
-// expandRemote fetches the subgraph below ids in one Expand round trip. It
-// fills the cache (prefetch tier if speculative, main tier if demanded) and
-// local with everything received and returns the objects of ids themselves.
-// A nil slice and nil error mean the origin cannot expand: use BatchGet.
-func (e *Engine) expandRemote(ctx context.Context, ids []string, b graph.Budget, speculative bool, local map[string]*graph.Object) ([]*graph.Object, error) {
-	var first []*graph.Object
-	start := time.Now()
-	err := e.expander.Expand(ctx, ids, b, func(level int, objs []*graph.Object, missing []string) error {
-		e.fill(objs, missing, speculative)
-		for _, o := range objs {
-			local[o.ID] = o
-		}
-		if level == 0 {
-			first = append(first, objs...)
-		}
-		return nil
-	})
-	if errors.Is(err, errors.ErrUnsupported) {
-		e.noExpand.Store(true)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	if e.observer != nil {
-		e.observer.ObserveRoundTrip(time.Since(start))
-	}
-	if first == nil {
-		first = []*graph.Object{}
-	}
-	return first, nil
-}
 
 // fill stores what the origin sent and counts it by reason.
 func (e *Engine) fill(objs []*graph.Object, missing []string, speculative bool) {
@@ -482,6 +461,9 @@ func (e *Engine) demand(ctx context.Context, ids []string) (map[string]Result, e
 		for _, id := range cids {
 			o, ok := c.objs[id]
 			if !ok {
+				if c.partial {
+					retry = append(retry, id)
+				}
 				continue
 			}
 			if c.speculative {
@@ -541,18 +523,11 @@ func (e *Engine) speculate(ids []string) ([]*graph.Object, error) {
 					got = append(got, o)
 				}
 			}
-			for c, cids := range joins {
-				select {
-				case <-c.done:
-				case <-e.ctx.Done():
-					return
-				}
-				for _, id := range cids {
-					if o, ok := c.objs[id]; ok {
-						got = append(got, o)
-					}
-				}
+			more, jerr := joined(e.ctx, joins)
+			if jerr != nil {
+				return // shutdown
 			}
+			got = append(got, more...)
 			mu.Lock()
 			out = append(out, got...)
 			if firstErr == nil {
@@ -568,6 +543,25 @@ func (e *Engine) speculate(ids []string) ([]*graph.Object, error) {
 	return out, firstErr
 }
 
+// joined waits for the fetches in flight that joins names and returns what
+// they brought of the ids each was joined for.
+func joined(ctx context.Context, joins map[*call][]string) ([]*graph.Object, error) {
+	var out []*graph.Object
+	for c, ids := range joins {
+		select {
+		case <-c.done:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		for _, id := range ids {
+			if o, ok := c.objs[id]; ok {
+				out = append(out, o)
+			}
+		}
+	}
+	return out, nil
+}
+
 // run performs one owned batch: ids cached since they were claimed are taken
 // from the cache (a fetch that finished just before our claim filled it, see
 // inflight.release), the rest cost one origin round trip. The cache is filled
@@ -578,11 +572,13 @@ func (e *Engine) run(ctx context.Context, b *batch, speculative bool) {
 	var ask []string
 	trusted, _ := e.trusted()
 	for _, id := range b.ids {
-		if o, known := e.cache.Peek(id); trusted && known && o != nil {
-			c.objs[id] = o
-		} else {
+		o, known := e.cache.Peek(id)
+		switch {
+		case !trusted || !known:
 			ask = append(ask, id)
-		}
+		case o != nil:
+			c.objs[id] = o
+		} // known not to exist: absent from objs, as the origin would answer
 	}
 	if len(ask) > 0 {
 		start := time.Now()
@@ -605,14 +601,21 @@ func (e *Engine) run(ctx context.Context, b *batch, speculative bool) {
 // emit as soon as it is complete. Every object is demanded: cached ones are
 // hits, the rest are fetched a level at a time (all batches of a level in
 // parallel), or the whole remaining subgraph in one Expand round trip when
-// the origin has it. It returns the ids that do not exist.
+// the origin has it, whose levels are emitted as they arrive. It returns the
+// ids that do not exist.
 func (e *Engine) Graph(ctx context.Context, roots []string, b graph.Budget, emit func(level int, rs []Result) error) (missing []string, err error) {
 	plan := NewPlanIDs(roots, b)
 	status := make(map[string]Status)
-	local := make(map[string]*graph.Object) // what Expand returned for this walk
+	var x *expansion // the walk's Expand, running beside it
+	var xLevel int   // the plan level of x's roots
+	xctx, cancel := context.WithCancel(ctx)
+	var xdone sync.WaitGroup
+	defer func() { cancel(); xdone.Wait() }()
 	have := func(id string) (*graph.Object, bool) {
-		if o, ok := local[id]; ok {
-			return o, true
+		if x != nil {
+			if o, known := x.lookup(id); known {
+				return o, true
+			}
 		}
 		l, ok := e.cache.Get(id)
 		if !ok {
@@ -637,18 +640,35 @@ func (e *Engine) Graph(ctx context.Context, roots []string, b graph.Budget, emit
 		}
 		st, ok := plan.Step(have)
 		if !ok {
+			// The Expand may still be reading its stream's end: let it finish
+			// rather than cancel a round trip that succeeded.
+			xdone.Wait()
 			return plan.Missing(), nil
 		}
 		var fetched []*graph.Object
-		if len(st.Fetch) > 0 {
-			if b.Depth-st.Level > 0 && e.canExpand() {
-				fetched, err = e.expandRemote(ctx, st.Fetch, e.subBudget(plan, st, b), false, local)
-				if err != nil {
+		if rest := st.Fetch; len(rest) > 0 {
+			if x == nil && b.Depth-st.Level > 0 && e.canExpand() {
+				// Roots another fetch is bringing are left to demand below.
+				nx, _ := e.newExpansion(rest, e.subBudget(plan, st, b), false)
+				x, xLevel = nx, st.Level
+				xdone.Add(1)
+				go func() {
+					defer xdone.Done()
+					_ = nx.run(xctx) // its error reaches the walk through await
+				}()
+			}
+			if x != nil {
+				switch err := x.await(ctx, st.Level-xLevel); {
+				case errors.Is(err, errors.ErrUnsupported):
+					x = nil
+				case err != nil:
 					return nil, err
+				default:
+					fetched, rest = x.delivered(rest)
 				}
 			}
-			if fetched == nil {
-				got, err := e.demand(ctx, st.Fetch)
+			if len(rest) > 0 { // beyond the Expand's budget, or no Expand
+				got, err := e.demand(ctx, rest)
 				if err != nil {
 					return nil, err
 				}

@@ -301,3 +301,102 @@ func TestHintOnCachedObjectPrefetches(t *testing.T) {
 	assert.Equal(t, StatusHit, rs[0].Status)
 	waitIssued(t, r, len(objs)-1)
 }
+
+func TestDemandJoinsExpandInFlight(t *testing.T) {
+	objs := tree(t, 2, 4) // task-0; .1 .2; .3-.6; .7-.14
+	fo := newFakeOrigin(objs)
+	// The speculative Expand runs from task-0's children: its level 2 is
+	// .7-.14. It pauses there, and never sends .8.
+	fx := &fakeExpander{fakeOrigin: fo, gate: map[int]chan struct{}{2: make(chan struct{})},
+		paused: make(chan int, 1), withhold: map[string]bool{"task-0.8": true}}
+	r := newRig(t, fx, Config{}, Static{Depth: 3}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+	require.NoError(t, err)
+	require.Equal(t, 2, <-fx.paused)
+
+	rs, _, err := r.engine.Get(context.Background(), []string{"task-0.4"}, Hint{})
+	require.NoError(t, err)
+	assert.Equal(t, StatusHitPrefetched, rs[0].Status, "a level already received is cached")
+
+	done := make(chan map[string]Status, 2)
+	for _, id := range []string{"task-0.7", "task-0.8"} {
+		go func() {
+			rs, missing, err := r.engine.Get(context.Background(), []string{id}, Hint{})
+			assert.NoError(t, err)
+			assert.Empty(t, missing)
+			got := map[string]Status{}
+			for _, r := range rs {
+				got[r.Object.ID] = r.Status
+			}
+			done <- got
+		}()
+	}
+	// Both demands wait on the Expand: its next level is registered in flight.
+	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 2 }, 5*time.Second, time.Millisecond)
+	assert.Equal(t, 1, fo.calls(), "only the root's demand went to the origin so far")
+	close(fx.gate[2])
+	got := map[string]Status{}
+	for range 2 {
+		for id, s := range <-done {
+			got[id] = s
+		}
+	}
+	assert.Equal(t, map[string]Status{"task-0.7": StatusJoined, "task-0.8": StatusMiss}, got,
+		".7 came with the Expand; .8 was not sent, so its demand fetched it")
+	assert.Equal(t, 2, fo.calls(), "the root, then .8 alone")
+	assert.Equal(t, [][]string{{"task-0"}, {"task-0.8"}}, fo.asked)
+	assert.Equal(t, 1, fx.expandCalls())
+}
+
+func TestGraphStreamsExpandLevelsAsTheyArrive(t *testing.T) {
+	objs := tree(t, 2, 4)
+	fo := newFakeOrigin(objs)
+	fx := &fakeExpander{fakeOrigin: fo, gate: map[int]chan struct{}{2: make(chan struct{})}, paused: make(chan int, 1)}
+	r := newRig(t, fx, Config{Mode: ModeOff}, Static{}, cache.Config{})
+
+	emitted := make(chan int, 8)
+	var got []string
+	result := make(chan error, 1)
+	go func() {
+		_, err := r.engine.Graph(context.Background(), []string{"task-0"}, graph.Budget{Depth: 10},
+			func(level int, rs []Result) error {
+				for _, res := range rs {
+					got = append(got, res.Object.ID)
+					assert.Equal(t, StatusMiss, res.Status, res.Object.ID)
+				}
+				emitted <- level
+				return nil
+			})
+		result <- err
+	}()
+	require.Equal(t, 2, <-fx.paused)
+	// The origin has sent levels 0 and 1 and holds level 2: both must reach
+	// the client now, not when the Expand ends.
+	for want := range 2 {
+		select {
+		case level := <-emitted:
+			require.Equal(t, want, level)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("level %d not emitted while the Expand is still running", want)
+		}
+	}
+	// A Get for an id of the held level joins the walk's Expand.
+	joined := make(chan Status, 1)
+	go func() {
+		rs, _, err := r.engine.Get(context.Background(), []string{"task-0.5"}, Hint{})
+		assert.NoError(t, err)
+		joined <- rs[0].Status
+	}()
+	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 1 }, 5*time.Second, time.Millisecond)
+	close(fx.gate[2])
+	require.NoError(t, <-result)
+	assert.Equal(t, StatusJoined, <-joined)
+	assert.Equal(t, []int{2, 3}, []int{<-emitted, <-emitted})
+	want := make([]string, len(objs))
+	for i, o := range objs {
+		want[i] = o.ID
+	}
+	assert.Equal(t, want, got, "exactly the graph, breadth-first")
+	assert.Equal(t, 0, fo.calls(), "one Expand, no BatchGet")
+	assert.Equal(t, 1, fx.expandCalls())
+}

@@ -81,11 +81,17 @@ func (f *fakeOrigin) calls() int {
 }
 
 // fakeExpander adds a server-side Expand to fakeOrigin, or answers it as
-// unsupported.
+// unsupported. Like the real origin it walks with graph.Traversal and sends
+// one message per level, objects and missing ids. Before sending a level
+// that has a gate it announces the level on paused and waits for the gate to
+// close; objects in withhold are never sent (as if the budget ran out).
 type fakeExpander struct {
 	*fakeOrigin
 	unsupported bool
 	expands     int
+	gate        map[int]chan struct{}
+	paused      chan int
+	withhold    map[string]bool
 }
 
 func (f *fakeExpander) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
@@ -95,10 +101,31 @@ func (f *fakeExpander) Expand(ctx context.Context, roots []string, b graph.Budge
 	if f.unsupported {
 		return fmt.Errorf("origin expand: %w", errors.ErrUnsupported)
 	}
-	return graph.Walk(ctx, roots, b, func(_ context.Context, ids []string) ([]*graph.Object, error) {
-		found, _ := f.lookup(ids) // server-side: no round trip
-		return found, nil
-	}, func(level int, o *graph.Object) error { return fn(level, []*graph.Object{o}, nil) })
+	t := graph.NewTraversal(roots, b)
+	for !t.Done() {
+		level := t.Level()
+		if g := f.gate[level]; g != nil {
+			f.paused <- level
+			select {
+			case <-g:
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		f.mu.Lock()
+		found, missing := f.lookup(t.Pending()) // server-side: no round trip
+		f.mu.Unlock()
+		var send []*graph.Object
+		for _, o := range found {
+			if !f.withhold[o.ID] {
+				send = append(send, o)
+			}
+		}
+		if err := fn(level, t.Resolve(send), missing); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 func (f *fakeExpander) expandCalls() int {

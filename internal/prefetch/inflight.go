@@ -11,8 +11,11 @@ import (
 type call struct {
 	done        chan struct{}
 	speculative bool
-	objs        map[string]*graph.Object
-	err         error
+	// partial: an id absent from objs was not delivered (an Expand's budget
+	// ran out), rather than found not to exist; its waiters fetch it.
+	partial bool
+	objs    map[string]*graph.Object
+	err     error
 }
 
 // inflight is the table of ids being fetched: Knafla's prefetch list and

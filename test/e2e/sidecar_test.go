@@ -169,6 +169,16 @@ var _ = Describe("prefetching a db4o task tree", func() {
 		Entry("static, 256-id batches: level 4 (625 ids) takes 3 parallel calls", []string{"--prefetch-depth", "4", "--no-expand"}, 7.0),
 		Entry("static with Expand: the root plus one expansion", []string{"--prefetch-depth", "4"}, 2.0),
 	)
+
+	It("walks on while the Expand is in flight: every Get waits for it rather than fetching", func() {
+		slow := startOrigin("--latency", "200ms").GRPC // each reply, and each stream's first message
+		s := startSidecar(slow, "--prefetch-depth", "4")
+		Expect(s.walk("task-0")).To(Equal(treeIDs(0)))
+		Expect(s.metric("lookahead_origin_round_trips_total", "rpc", "BatchGet")).To(BeNumerically("==", 1), "the root")
+		Expect(s.metric("lookahead_origin_round_trips_total", "rpc", "Expand")).To(BeNumerically("==", 1))
+		Expect(s.metric("lookahead_prefetch_late_total")).To(BeNumerically(">=", 1), "the walk reached the Expand before its reply")
+		Expect(s.metric("lookahead_prefetch_used_total")).To(BeNumerically("==", 780))
+	})
 })
 
 func boolf(b bool) float64 {
