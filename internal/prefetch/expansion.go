@@ -31,12 +31,19 @@ type expansion struct {
 	budget      graph.Budget
 	roots       []string // the roots the Expand asks for: those no other fetch is bringing
 
-	mu        sync.Mutex
-	got       map[string]*graph.Object // every object received
-	missing   map[string]bool          // ids the origin said do not exist
-	seen      map[string]bool          // ids scheduled: roots and followed refs
-	claims    map[int][]*batch         // level → in-flight claims not yet released
-	level     int                      // the level being received; lower ones are complete
+	mu sync.Mutex
+	// got holds every object received; a speculative expansion keeps only
+	// ids and refs, all its plan needs, so that its memory does not grow with
+	// the prefetch budget (Oracle's caveat): payloads live in the cache.
+	got map[string]*graph.Object
+	// held are the whole objects received for ids this expansion claimed,
+	// kept until their level is released to whoever waits for them.
+	held      map[string]*graph.Object
+	owned     map[string]bool  // ids claimed and not yet released
+	missing   map[string]bool  // ids the origin said do not exist
+	seen      map[string]bool  // ids scheduled: roots and followed refs
+	claims    map[int][]*batch // level → in-flight claims not yet released
+	level     int              // the level being received; lower ones are complete
 	finished  bool
 	err       error
 	changed   chan struct{} // closed and replaced whenever a level completes
@@ -51,6 +58,8 @@ func (e *Engine) newExpansion(roots []string, b graph.Budget, speculative bool) 
 	x = &expansion{
 		e: e, speculative: speculative, budget: b,
 		got:     make(map[string]*graph.Object, len(roots)),
+		held:    make(map[string]*graph.Object, len(roots)),
+		owned:   make(map[string]bool, len(roots)),
 		missing: make(map[string]bool),
 		seen:    make(map[string]bool, len(roots)),
 		claims:  make(map[int][]*batch),
@@ -110,6 +119,9 @@ func (x *expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	joins, own := x.e.flights.claim(fresh, len(fresh), x.speculative)
 	for _, b := range own {
 		b.call.partial = true
+		for _, id := range b.ids {
+			x.owned[id] = true
+		}
 	}
 	x.claims[level] = append(x.claims[level], own...)
 	return joins
@@ -129,6 +141,12 @@ func (x *expansion) receive(level int, objs []*graph.Object, missing []string) e
 	var next []string
 	for _, o := range objs {
 		x.got[o.ID] = o
+		if x.speculative {
+			x.got[o.ID] = &graph.Object{ID: o.ID, Version: o.Version, Refs: o.Refs}
+		}
+		if x.owned[o.ID] {
+			x.held[o.ID] = o
+		}
 		if level >= x.budget.Depth {
 			continue
 		}
@@ -155,10 +173,14 @@ func (x *expansion) complete(level int, err error) {
 		} else {
 			b.call.objs = make(map[string]*graph.Object, len(b.ids))
 			for _, id := range b.ids {
-				if o, ok := x.got[id]; ok {
+				if o, ok := x.held[id]; ok {
 					b.call.objs[id] = o
 				}
 			}
+		}
+		for _, id := range b.ids {
+			delete(x.held, id)
+			delete(x.owned, id)
 		}
 		x.e.flights.release(b)
 	}
