@@ -86,7 +86,7 @@ func parseFlags(args []string) (*options, error) {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments: %q", fs.Args())
+		return nil, fmt.Errorf("unexpected arguments %q: settings are flags (-name value)", fs.Args())
 	}
 	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
 		return nil, fmt.Errorf("-log-level: %w", err)

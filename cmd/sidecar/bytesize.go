@@ -2,6 +2,7 @@ package main
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 )
@@ -26,6 +27,9 @@ func (b *byteSize) Set(s string) error {
 	n, err := strconv.ParseInt(s, 10, 64)
 	if err != nil || n < 0 {
 		return fmt.Errorf("size %q: want a non-negative whole number with an optional unit (KiB, MiB, GiB)", s)
+	}
+	if n > math.MaxInt64/mult {
+		return fmt.Errorf("size %q: too large", s)
 	}
 	*b = byteSize(n * mult)
 	return nil

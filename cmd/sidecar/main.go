@@ -14,6 +14,7 @@ import (
 	"os/signal"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -47,6 +48,9 @@ type options struct {
 	coherence                                               coherence.Config
 	logLevel                                                slog.Level
 	transport                                               transportOptions // origin retries, breaker, limits; TLS
+	checkConfig                                             bool
+	pprof                                                   bool     // serve /debug/pprof/ beside /metrics
+	settings                                                []string // every setting as name=value, for --check-config
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -82,12 +86,16 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
 	o.transport.register(fs)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	fs.BoolVar(&o.checkConfig, "check-config", false, "check every setting (flags, environment, --config file), print them as name=value and exit: status 0 if all are valid, 2 if not; nothing is started")
 	config := fs.String("config", "", "YAML file of settings: each flag's name is a key (precedence: flags, then LOOKAHEAD_SIDECAR_* environment variables, then this file, then defaults)")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if err := flagconf.Apply(fs, *config, os.Environ(), "LOOKAHEAD_SIDECAR", "config"); err != nil {
+	if err := flagconf.Apply(fs, *config, os.Environ(), "LOOKAHEAD_SIDECAR", "config", "check-config"); err != nil {
 		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments %q: settings are flags (-name value)", fs.Args())
 	}
 	if err := o.transport.finish(); err != nil {
 		return nil, err
@@ -109,6 +117,11 @@ func parseFlags(args []string) (*options, error) {
 	if err := o.planner.Validate(); err != nil {
 		return nil, err
 	}
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "check-config" {
+			o.settings = append(o.settings, f.Name+"="+f.Value.String())
+		}
+	})
 	return o, nil
 }
 
@@ -120,6 +133,10 @@ func main() {
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sidecar:", err)
 		os.Exit(2)
+	}
+	if o.checkConfig {
+		fmt.Println(strings.Join(o.settings, "\n"))
+		return
 	}
 	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: o.logLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
@@ -154,13 +171,14 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 
 	// The watcher invalidates through the engine, which the engine's trust
-	// check reads back from the watcher: the trust hook closes the loop.
-	var watcher *coherence.Watcher
+	// check reads back from the watcher: the trust hook closes the loop,
+	// through a pointer set once both exist (nil: trust rests on TTLs).
+	var watching atomic.Pointer[coherence.Watcher]
 	o.engine.Trust = func() (bool, time.Duration) {
-		if watcher == nil {
-			return true, 0
+		if w := watching.Load(); w != nil {
+			return w.Trust()
 		}
-		return watcher.Trust()
+		return true, 0
 	}
 	var planner prefetch.Planner = o.planner
 	if o.engine.Mode == prefetch.ModeAdaptive {
@@ -171,8 +189,10 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
 	defer e.Close()
+	var watcher *coherence.Watcher
 	if o.watch {
 		watcher = coherence.New(o.coherence, coherence.FromClient(oc), e, m, log)
+		watching.Store(watcher)
 	}
 
 	svc, err := server.New(o.server, e, c, oc, log)

@@ -30,6 +30,7 @@ type transportOptions struct {
 func (t *transportOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.client.Retries, "origin-retries", origin.DefaultRetries, "retries of an origin read answered UNAVAILABLE, with jittered exponential backoff, never past the caller's deadline; 0 = none")
 	fs.IntVar(&t.client.BreakerFailures, "origin-breaker-failures", origin.DefaultBreakerFailures, "consecutive origin round trips answered UNAVAILABLE that open the circuit breaker; 0 disables the breaker")
+	fs.DurationVar(&t.client.Timeout, "origin-timeout", origin.DefaultTimeout, "longest an origin round trip may take (each read attempt, each write, a whole Expand) when the caller's deadline is later or absent; 0 = no limit")
 	fs.DurationVar(&t.client.BreakerCooldown, "origin-breaker-cooldown", origin.DefaultBreakerCooldown, "how long an open breaker answers UNAVAILABLE at once, without asking the origin, before it lets one probe through")
 	t.maxObjectBytes = origin.DefaultMaxObjectBytes
 	t.maxMessageBytes = origin.DefaultMaxMessageBytes
@@ -62,6 +63,12 @@ func (t *transportOptions) finish() error {
 		case v.n == 0:
 			*v.to = -1 // origin.Config: negative = none; zero would mean the default
 		}
+	}
+	switch {
+	case t.client.Timeout < 0:
+		errs = append(errs, fmt.Errorf("-origin-timeout %v: must not be negative", t.client.Timeout))
+	case t.client.Timeout == 0:
+		t.client.Timeout = -1 // origin.Config: negative = none
 	}
 	if t.client.BreakerCooldown <= 0 {
 		errs = append(errs, fmt.Errorf("-origin-breaker-cooldown %v: must be positive", t.client.BreakerCooldown))

@@ -7,7 +7,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -39,8 +38,8 @@ type overlay struct {
 	name, dir       string
 	namespace       string // "" for the base
 	appReplicas     int32
-	cacheBytes      string // LOOKAHEAD_CACHE_BYTES
-	logLevel        string // LOOKAHEAD_LOG_LEVEL
+	cacheBytes      string // LOOKAHEAD_SIDECAR_CACHE_BYTES
+	logLevel        string // LOOKAHEAD_SIDECAR_LOG_LEVEL
 	sidecarImage    string
 	monitoring      bool // PodMonitors, PrometheusRule and the dashboard
 	pinnedImages    bool // no :latest, no untagged images
@@ -110,21 +109,26 @@ func TestOverlays(t *testing.T) {
 			})
 
 			t.Run("config", func(t *testing.T) {
-				assert.Equal(t, o.cacheBytes, sc.config["LOOKAHEAD_CACHE_BYTES"])
-				assert.Equal(t, o.logLevel, sc.config["LOOKAHEAD_LOG_LEVEL"])
-				checkArgsFromConfig(t, sc)
+				assert.Equal(t, o.cacheBytes, sc.config["LOOKAHEAD_SIDECAR_CACHE_BYTES"])
+				assert.Equal(t, o.logLevel, sc.config["LOOKAHEAD_SIDECAR_LOG_LEVEL"])
+				assert.Empty(t, sc.c.Args, "the sidecar reads its ConfigMap from the environment")
+				for k := range sc.config {
+					assert.True(t, strings.HasPrefix(k, "LOOKAHEAD_SIDECAR_"), "ConfigMap key %s: the sidecar reads LOOKAHEAD_SIDECAR_* only", k)
+				}
 			})
 
-			t.Run("flags parse in the real binaries", func(t *testing.T) {
+			t.Run("settings parse in the real binaries", func(t *testing.T) {
 				bin := binaries(t)
-				assertFlagsParse(t, filepath.Join(bin, "sidecar"), expandArgs(t, sc.c.Args, sc.config))
+				settings := checkSidecarConfig(t, filepath.Join(bin, "sidecar"), sc)
+				assert.Contains(t, settings, "cache-bytes="+o.cacheBytes)
+				assert.Contains(t, settings, "log-level="+o.logLevel)
 				origin := r.Deployments[originName].Spec.Template.Spec.Containers[0]
 				assertFlagsParse(t, filepath.Join(bin, "origin"), origin.Args)
 			})
 
 			t.Run("listen addresses and probes", func(t *testing.T) {
-				grpcPort := listenPort(t, sc.config["LOOKAHEAD_LISTEN"], true)
-				metricsPort := listenPort(t, sc.config["LOOKAHEAD_METRICS_LISTEN"], true)
+				grpcPort := listenPort(t, sc.config["LOOKAHEAD_SIDECAR_LISTEN"], true)
+				metricsPort := listenPort(t, sc.config["LOOKAHEAD_SIDECAR_METRICS_LISTEN"], true)
 				probes := map[string]*corev1.Probe{
 					"startupProbe":   sc.c.StartupProbe,
 					"readinessProbe": sc.c.ReadinessProbe,
@@ -149,7 +153,7 @@ func TestOverlays(t *testing.T) {
 				// The application dials the sidecar over loopback.
 				assert.Contains(t, envOf(app.Spec.Template.Spec.Containers[0]), "CACHE_ADDR")
 				assert.Equal(t, fmt.Sprintf("127.0.0.1:%d", grpcPort), envOf(app.Spec.Template.Spec.Containers[0])["CACHE_ADDR"])
-				assert.Equal(t, fmt.Sprintf("%s:7071", originName), sc.config["LOOKAHEAD_ORIGIN"])
+				assert.Equal(t, fmt.Sprintf("%s:7071", originName), sc.config["LOOKAHEAD_SIDECAR_ORIGIN"])
 			})
 
 			t.Run("memory sized from the cache budget", func(t *testing.T) {
@@ -161,7 +165,7 @@ func TestOverlays(t *testing.T) {
 				assert.False(t, cpuLimit, "no CPU limit: throttling shows up as latency")
 				assert.Contains(t, sc.c.Resources.Requests, corev1.ResourceCPU)
 
-				budget := parseBytes(t, sc.config["LOOKAHEAD_CACHE_BYTES"]) + parseBytes(t, sc.config["LOOKAHEAD_PREFETCH_BYTES"])
+				budget := parseBytes(t, sc.config["LOOKAHEAD_SIDECAR_CACHE_BYTES"]) + parseBytes(t, sc.config["LOOKAHEAD_SIDECAR_PREFETCH_BYTES"])
 				want := int64(math.Ceil(float64(budget)*sizingFactor)) + sizingBaseline
 				assert.GreaterOrEqual(t, limit.Value(), want, "limit %s < (cache + prefetch) × 1.5 + 64Mi = %dMi", &limit, want>>20)
 				assert.LessOrEqual(t, limit.Value(), want+(32<<20), "limit %s is far above the rule's %dMi: update the rule or the limit", &limit, want>>20)
@@ -186,7 +190,7 @@ func TestOverlays(t *testing.T) {
 			})
 
 			t.Run("grace period covers the drain", func(t *testing.T) {
-				drain, err := time.ParseDuration(sc.config["LOOKAHEAD_DRAIN_TIMEOUT"])
+				drain, err := time.ParseDuration(sc.config["LOOKAHEAD_SIDECAR_DRAIN_TIMEOUT"])
 				require.NoError(t, err)
 				require.NotNil(t, sc.pod.TerminationGracePeriodSeconds)
 				grace := time.Duration(*sc.pod.TerminationGracePeriodSeconds) * time.Second
@@ -257,41 +261,27 @@ func TestOverlays(t *testing.T) {
 	}
 }
 
-// checkArgsFromConfig asserts the sidecar's args are exactly its ConfigMap:
-// each flag --foo-bar takes $(LOOKAHEAD_FOO_BAR), the name it will have as
-// an environment variable, and every key is passed.
-func checkArgsFromConfig(t *testing.T, sc *sidecarConfig) {
+// checkSidecarConfig runs the sidecar with --check-config in the container's
+// environment (its ConfigMap and env, nothing else) and returns the settings
+// it prints: it exits 0 only when every variable names a setting and every
+// value is valid.
+func checkSidecarConfig(t *testing.T, bin string, sc *sidecarConfig) []string {
 	t.Helper()
-	argForm := regexp.MustCompile(`^--([a-z0-9-]+)=\$\((LOOKAHEAD_[A-Z0-9_]+)\)$`)
-	used := map[string]bool{}
-	for _, a := range sc.c.Args {
-		m := argForm.FindStringSubmatch(a)
-		if !assert.NotNil(t, m, "arg %q: want --flag=$(LOOKAHEAD_FLAG)", a) {
-			continue
-		}
-		assert.Equal(t, "LOOKAHEAD_"+strings.ToUpper(strings.ReplaceAll(m[1], "-", "_")), m[2], "arg %q: flag and variable names differ", a)
-		assert.Contains(t, sc.config, m[2], "arg %q: no such ConfigMap key", a)
-		assert.False(t, used[m[2]], "%s passed twice", m[2])
-		used[m[2]] = true
+	cmd := exec.Command(bin, "--check-config")
+	cmd.Env = []string{}
+	for k, v := range sc.config {
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-	for k := range sc.config {
-		assert.True(t, used[k], "ConfigMap key %s is passed to no flag: the sidecar would ignore it", k)
+	for k, v := range envOf(*sc.c) {
+		cmd.Env = append(cmd.Env, k+"="+v)
 	}
-}
-
-// expandArgs resolves $(VAR) the way the kubelet does for container args.
-func expandArgs(t *testing.T, args []string, env map[string]string) []string {
-	t.Helper()
-	ref := regexp.MustCompile(`\$\(([A-Za-z_][A-Za-z0-9_]*)\)`)
-	out := make([]string, len(args))
-	for i, a := range args {
-		out[i] = ref.ReplaceAllStringFunc(a, func(s string) string {
-			v, ok := env[s[2:len(s)-1]]
-			assert.True(t, ok, "arg %q refers to %s, which the container does not have", a, s)
-			return v
-		})
+	out, err := cmd.Output()
+	var stderr []byte
+	if ee, ok := err.(*exec.ExitError); ok {
+		stderr = ee.Stderr
 	}
-	return out
+	require.NoError(t, err, "sidecar refuses its rendered environment %q: %s", cmd.Env, stderr)
+	return strings.Split(strings.TrimSpace(string(out)), "\n")
 }
 
 // assertFlagsParse runs bin with args and then -h: flag parsing stops at
@@ -527,7 +517,7 @@ spec:
 	assert.Contains(t, sc.c.Resources.Limits, corev1.ResourceMemory)
 	assert.Contains(t, envOf(*sc.c), "GOMEMLIMIT")
 	require.NotNil(t, sc.pod.TerminationGracePeriodSeconds)
-	checkArgsFromConfig(t, sc)
+	checkSidecarConfig(t, filepath.Join(binaries(t), "sidecar"), sc)
 
 	batch := r.Deployments["batch"].Spec.Template.Spec
 	assert.Empty(t, batch.InitContainers, "a Deployment without the label gets no sidecar")

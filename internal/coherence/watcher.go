@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/metrics"
@@ -81,18 +82,31 @@ type Watcher struct {
 	m     *metrics.Set
 	log   *slog.Logger
 
-	mu          sync.Mutex // guards the fields below
-	up          bool       // the stream is established
-	unsupported bool       // the origin has no Watch: trust rests on TTLs alone
-	downSince   time.Time  // when the stream last broke (or the watcher started)
-	rev         uint64     // last revision applied (or announced)
-	haveRev     bool
+	// untrusted is when the stream last broke (or the watcher started), in
+	// Unix nanoseconds; 0 while the stream is up or when the origin has no
+	// Watch (trust then rests on TTLs alone). Every Get reads it: no lock.
+	untrusted atomic.Int64
+
+	mu      sync.Mutex // guards the fields below
+	rev     uint64     // last revision applied (or announced)
+	haveRev bool
 }
 
 // New makes a watcher; Run runs it.
 func New(cfg Config, src Source, c Invalidator, m *metrics.Set, log *slog.Logger) *Watcher {
 	cfg.setDefaults()
-	return &Watcher{cfg: cfg, src: src, cache: c, m: m, log: log, downSince: cfg.Now()}
+	w := &Watcher{cfg: cfg, src: src, cache: c, m: m, log: log}
+	w.setUp(false)
+	return w
+}
+
+// setUp records that the stream is up, or that it broke now.
+func (w *Watcher) setUp(up bool) {
+	if up {
+		w.untrusted.Store(0)
+	} else {
+		w.untrusted.Store(w.cfg.Now().UnixNano())
+	}
 }
 
 // Trust reports whether cached entries may be answered as fresh: while the
@@ -100,12 +114,11 @@ func New(cfg Config, src Source, c Invalidator, m *metrics.Set, log *slog.Logger
 // no Watch. When not, beyond says for how long past the grace they have been
 // unverifiable.
 func (w *Watcher) Trust() (trusted bool, beyond time.Duration) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.up || w.unsupported {
+	since := w.untrusted.Load()
+	if since == 0 {
 		return true, 0
 	}
-	down := w.cfg.Now().Sub(w.downSince)
+	down := w.cfg.Now().Sub(time.Unix(0, since))
 	if down < w.cfg.Grace {
 		return true, 0
 	}
@@ -130,9 +143,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			return nil
 		}
 		if errors.Is(err, errors.ErrUnsupported) {
-			w.mu.Lock()
-			w.unsupported = true
-			w.mu.Unlock()
+			w.setUp(true) // for good: nothing will ever break
 			w.log.Warn("origin has no Watch: cached objects are trusted until their TTL", "err", err)
 			return nil
 		}
@@ -188,17 +199,14 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 	if !w.haveRev {
 		w.rev, w.haveRev = st.Start(), true
 	}
-	w.up = true
 	w.mu.Unlock()
+	w.setUp(true)
 	w.m.WatchConnected.Set(1)
 	if reconnect {
 		w.m.WatchReconnects.Inc()
 	}
 	defer func() {
-		w.mu.Lock()
-		w.up = false
-		w.downSince = w.cfg.Now()
-		w.mu.Unlock()
+		w.setUp(false)
 		w.m.WatchConnected.Set(0)
 	}()
 	for {

@@ -165,15 +165,11 @@ func TestTrustFollowsTheStreamAndGrace(t *testing.T) {
 	assert.False(t, trusted, "never connected, grace over")
 	assert.Equal(t, 3*time.Second, beyond)
 
-	w.mu.Lock()
-	w.up = true
-	w.mu.Unlock()
+	w.setUp(true)
 	trusted, _ = w.Trust()
 	assert.True(t, trusted, "stream up")
 
-	w.mu.Lock()
-	w.up, w.downSince = false, now
-	w.mu.Unlock()
+	w.setUp(false)
 	now = now.Add(4 * time.Second)
 	trusted, _ = w.Trust()
 	assert.True(t, trusted, "broken, within grace")

@@ -31,6 +31,10 @@ var (
 	// cannot be cached (too large, or with an invalid ref). Nothing of that
 	// reply is returned.
 	ErrMalformedReply = errors.New("origin reply malformed")
+	// ErrObjectTooLarge: a write was refused before any round trip because
+	// the object is larger than Config.MaxObjectBytes; stored, it could
+	// never be read back through this client.
+	ErrObjectTooLarge = errors.New("object too large")
 )
 
 // Client calls one origin. Every method is one logical call; each attempt
@@ -104,11 +108,20 @@ func (c *Client) roundTrip(ctx context.Context, rpc string, f func(context.Conte
 		}
 		ticket = t
 	}
+	actx, cancel := ctx, context.CancelFunc(func() {})
+	if c.cfg.Timeout > 0 {
+		actx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
+	}
+	defer cancel()
 	start := time.Now()
-	err := f(ctx)
+	err := f(actx)
 	c.observe(rpc, start, err)
 	if c.breaker != nil {
-		c.breaker.Record(ticket, outcome(err), err)
+		o := outcome(err)
+		if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+			o = resilience.Failure // our timeout, not the caller's: the origin did not answer
+		}
+		c.breaker.Record(ticket, o, err)
 	}
 	return err
 }
@@ -229,6 +242,9 @@ func (c *Client) expand(ctx context.Context, roots []string, b graph.Budget, fn 
 // applied it, and a second attempt would then fail its version check or
 // write twice.
 func (c *Client) Put(ctx context.Context, o *graph.Object, expected *uint64) (version uint64, err error) {
+	if n := o.Size(); n > c.cfg.MaxObjectBytes {
+		return 0, fmt.Errorf("object %q: %d bytes exceed the limit of %d: %w", o.ID, n, c.cfg.MaxObjectBytes, ErrObjectTooLarge)
+	}
 	var resp *lookaheadv1.OriginServicePutResponse
 	err = c.roundTrip(ctx, "Put", func(ctx context.Context) error {
 		var err error

@@ -117,6 +117,36 @@ func TestWritesAreNeverRetried(t *testing.T) {
 	assert.Equal(t, 1, r.fake.Calls("Put"))
 }
 
+func TestPutRefusesWhatCouldNotBeReadBack(t *testing.T) {
+	r := newRig(t, &fakeOrigin{put: func(int, *lookaheadv1.OriginServicePutRequest) (*lookaheadv1.OriginServicePutResponse, error) {
+		return &lookaheadv1.OriginServicePutResponse{Version: 1}, nil
+	}}, origin.Config{MaxObjectBytes: maxObject})
+	o := &graph.Object{ID: "a"}
+	o.Payload = make([]byte, maxObject-o.Size()) // exactly the limit
+	_, err := r.client.Put(context.Background(), o, nil)
+	require.NoError(t, err, "exactly the limit")
+	o.Payload = append(o.Payload, 0)
+	_, err = r.client.Put(context.Background(), o, nil)
+	assert.ErrorIs(t, err, origin.ErrObjectTooLarge)
+	assert.ErrorContains(t, err, `object "a": 1001 bytes exceed the limit of 1000`)
+	assert.Equal(t, 1, r.fake.Calls("Put"), "the oversized one was not written")
+}
+
+func TestTimeoutCutsAHungOriginAndCountsAgainstIt(t *testing.T) {
+	hung := make(chan struct{})
+	r := newRig(t, &fakeOrigin{batchGet: func(int, *lookaheadv1.OriginServiceBatchGetRequest) (*lookaheadv1.OriginServiceBatchGetResponse, error) {
+		<-hung
+		return &lookaheadv1.OriginServiceBatchGetResponse{}, nil
+	}}, origin.Config{Timeout: 20 * time.Millisecond, Retries: -1, BreakerFailures: 1})
+	t.Cleanup(func() { close(hung) }) // before the rig stops its server
+
+	_, _, err := r.client.BatchGet(context.Background(), []string{"a"}) // no deadline of its own
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
+	_, _, err = r.client.BatchGet(context.Background(), []string{"a"})
+	assert.ErrorIs(t, err, origin.ErrCircuitOpen, "an origin that does not answer counts as down")
+	assert.Equal(t, 1, r.fake.Calls("BatchGet"))
+}
+
 func TestBreaker(t *testing.T) {
 	clock := resiliencetest.NewClock(time.Now())
 	down := true

@@ -16,6 +16,7 @@ const (
 	DefaultBreakerFailures = 5
 	DefaultBreakerCooldown = time.Second
 	DefaultMaxObjectBytes  = 4 << 20
+	DefaultTimeout         = 30 * time.Second
 )
 
 // Config tunes the client's retries, circuit breaker and reply checks. Zero
@@ -40,6 +41,12 @@ type Config struct {
 	// MaxObjectBytes is the largest object (graph.Object.Size) accepted from
 	// the origin; a larger one is malformed; default 4 MiB.
 	MaxObjectBytes int64
+	// Timeout caps each round trip (each attempt of a read, each write, a
+	// whole Expand stream) when the caller's deadline is later or absent, so
+	// that an origin that stops answering cannot hold a request or a
+	// prefetch worker for ever. A round trip cut by it counts as a failure
+	// for the breaker. Default 30s, negative = none.
+	Timeout time.Duration
 	// Clock times backoffs and cool-downs; nil = the system clock.
 	Clock resilience.Clock
 }
@@ -60,6 +67,7 @@ func (c *Config) setDefaults() {
 	defDur(&c.RetryBase, DefaultRetryBase)
 	defDur(&c.RetryMax, DefaultRetryMax)
 	defDur(&c.BreakerCooldown, DefaultBreakerCooldown)
+	defDur(&c.Timeout, DefaultTimeout)
 	if c.MaxObjectBytes == 0 {
 		c.MaxObjectBytes = DefaultMaxObjectBytes
 	}

@@ -198,6 +198,7 @@ func TestWriteThroughInvalidates(t *testing.T) {
 
 	_, err = r.client.Put(ctx, &lookaheadv1.PutRequest{Object: &lookaheadv1.Object{Id: "task-0"}, ExpectedVersion: &v})
 	assert.Equal(t, codes.FailedPrecondition, status.Code(err), "stale expected version")
+	assert.NotContains(t, status.Convert(err).Message(), "rpc error", "the origin's status is passed on, not wrapped in another")
 
 	_, err = r.client.Delete(ctx, &lookaheadv1.DeleteRequest{Id: "task-0"})
 	require.NoError(t, err)

@@ -3,12 +3,14 @@ package server
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
@@ -76,23 +78,41 @@ func (s *Server) hint(h *lookaheadv1.PrefetchHint) (prefetch.Hint, error) {
 // toStatus turns an engine or origin error into the sidecar's status: the
 // caller's own deadline and cancellation first, then what the origin said.
 func toStatus(err error) error {
+	msg := plain(err)
 	switch {
+	case errors.Is(err, origin.ErrObjectTooLarge):
+		return status.Error(codes.InvalidArgument, msg)
 	case errors.Is(err, context.DeadlineExceeded):
-		return status.Errorf(codes.DeadlineExceeded, "deadline exceeded: %v", err)
+		return status.Error(codes.DeadlineExceeded, "deadline exceeded: "+msg)
 	case errors.Is(err, context.Canceled):
-		return status.Errorf(codes.Canceled, "canceled: %v", err)
+		return status.Error(codes.Canceled, "canceled: "+msg)
 	}
 	st, ok := status.FromError(err)
 	if !ok {
-		return status.Errorf(codes.Internal, "%v", err)
+		return status.Error(codes.Internal, msg)
 	}
 	switch st.Code() {
 	case codes.Unavailable:
-		return status.Errorf(codes.Unavailable, "origin unavailable: %v", err)
+		return status.Error(codes.Unavailable, "origin unavailable: "+msg)
 	case codes.DeadlineExceeded, codes.Canceled, codes.ResourceExhausted,
 		codes.NotFound, codes.FailedPrecondition, codes.Aborted, codes.InvalidArgument,
 		codes.PermissionDenied, codes.Unauthenticated:
-		return status.Error(st.Code(), err.Error())
+		return status.Error(st.Code(), msg)
 	}
-	return status.Errorf(codes.Internal, "origin: %v", err)
+	return status.Error(codes.Internal, "origin: "+msg)
+}
+
+// plain is err's text with the origin's gRPC status, where err wraps one,
+// reduced to its message: "origin put: version mismatch", not "origin put:
+// rpc error: code = FailedPrecondition desc = version mismatch". The code
+// travels in the sidecar's own status.
+func plain(err error) string {
+	var se interface {
+		error
+		GRPCStatus() *status.Status
+	}
+	if !errors.As(err, &se) {
+		return err.Error()
+	}
+	return strings.Replace(err.Error(), se.Error(), se.GRPCStatus().Message(), 1)
 }
