@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -112,6 +114,31 @@ func (e *env) startSidecar(ctx context.Context, originAddr string, flags ...stri
 
 func (s *sidecar) scrape(ctx context.Context) (scrape.Samples, error) {
 	return scrape.Fetch(ctx, s.proc.MetricsURL())
+}
+
+// liveHeap forces a garbage collection in the sidecar (it must run with
+// --pprof: fetching the heap profile with gc=1 collects first) and returns
+// the bytes of live objects that remain: what its memory holds, without the
+// garbage the collector's pacing lets accumulate between collections.
+func (s *sidecar) liveHeap(ctx context.Context) (int64, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+s.proc.Metrics+"/debug/pprof/heap?gc=1", nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("sidecar heap profile: %w", err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return 0, fmt.Errorf("sidecar heap profile: %s (is --pprof set?)", resp.Status)
+	}
+	m, err := s.scrape(ctx)
+	if err != nil {
+		return 0, err
+	}
+	return int64(m.Sum("go_memstats_heap_alloc_bytes")), nil
 }
 
 // stop closes the client and stops the process; a sidecar that does not

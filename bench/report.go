@@ -264,7 +264,11 @@ func (r *reporter) w4(res *w4Result) {
 		"(all %d graphs prefetched at once, about %s, more than the whole cache), then every object is read with its own Get. "+
 		"Latency %d ms one way, measured round trip %s. Peak RSS is the sidecar's VmHWM from /proc (its pid found as our child process "+
 		"whose command line holds its unique --unix-socket path, since internal/launch does not expose it); RSS, Go heap and cache bytes are also "+
-		"sampled from its /metrics every 100 ms. %d repetitions, each with a fresh sidecar, medians.\n\n",
+		"sampled from its /metrics every 100 ms. The live Go heap is read at the end of each run, right after a forced collection "+
+		"(the sidecar runs with --pprof; fetching /debug/pprof/heap?gc=1 collects first): what the sidecar actually holds. The peak heap in use also "+
+		"counts garbage that Go's collector lets accumulate between collections (GOGC=100: the next collection starts when the heap has grown by "+
+		"the live heap again), and RSS follows that peak; GOMEMLIMIT bounds it, and the Kubernetes manifests set it. "+
+		"%d repetitions, each with a fresh sidecar, medians.\n\n",
 		c.CacheBytes, c.PrefetchBytes, fmtBytes(float64(c.configured())), c.Levels-1, graphSize(5, c.Levels)-1,
 		c.Levels, graphSize(5, c.Levels), c.PayloadBytes, c.ResultSize, c.ResultSize,
 		fmtBytes(float64(res.Points[0].Bytes)/float64(res.Points[0].Roots)*float64(c.ResultSize)),
@@ -273,6 +277,7 @@ func (r *reporter) w4(res *w4Result) {
 	mib := func(v float64) float64 { return v / (1 << 20) }
 	var xs []float64
 	peak, sampled, heap := plot.Series{Name: "peak RSS (VmHWM)"}, plot.Series{Name: "peak RSS (sampled)"}, plot.Series{Name: "peak Go heap in use"}
+	live := plot.Series{Name: "live Go heap at the end"}
 	for _, p := range res.Points {
 		xs = append(xs, mib(float64(p.Bytes)))
 		if res.PIDs {
@@ -280,9 +285,10 @@ func (r *reporter) w4(res *w4Result) {
 		}
 		sampled.Y = append(sampled.Y, mib(p.med(func(s w4Sample) float64 { return float64(s.SampledRSS) })))
 		heap.Y = append(heap.Y, mib(p.med(func(s w4Sample) float64 { return float64(s.PeakHeap) })))
+		live.Y = append(live.Y, mib(p.med(func(s w4Sample) float64 { return float64(s.LiveHeap) })))
 	}
-	peak.X, sampled.X, heap.X = xs, xs, xs
-	series := []plot.Series{sampled, heap}
+	peak.X, sampled.X, heap.X, live.X = xs, xs, xs, xs
+	series := []plot.Series{sampled, heap, live}
 	if res.PIDs {
 		series = append([]plot.Series{peak}, series...)
 	}

@@ -30,6 +30,7 @@ type w4Sample struct {
 	IdleRSS, PeakRSS   int64 // VmRSS after start, VmHWM at the end; 0 when the pid was not found
 	SampledRSS         int64 // max of process_resident_memory_bytes, sampled
 	PeakHeap           int64 // max of go_memstats_heap_inuse_bytes, sampled
+	LiveHeap           int64 // go_memstats_heap_alloc_bytes right after a forced GC at the end
 	PeakMain, PeakPref int64 // max of lookahead_cache_bytes by tier, sampled
 	Walk               time.Duration
 	C                  counters
@@ -112,7 +113,7 @@ func w4Run(ctx context.Context, e *env, originAddr string, cfg W4Config, g graph
 	depth := cfg.Levels - 1
 	sc, err := e.startSidecar(ctx, originAddr, "--cache-bytes", strconv.FormatInt(cfg.CacheBytes, 10),
 		"--prefetch-bytes", strconv.FormatInt(cfg.PrefetchBytes, 10), "--prefetch-mode", "static",
-		"--prefetch-depth", strconv.Itoa(depth), "--prefetch-max-objects", strconv.Itoa(g.PerRoot()-1))
+		"--prefetch-depth", strconv.Itoa(depth), "--prefetch-max-objects", strconv.Itoa(g.PerRoot()-1), "--pprof")
 	if err != nil {
 		return s, false, err
 	}
@@ -184,6 +185,9 @@ func w4Run(ctx context.Context, e *env, originAddr string, cfg W4Config, g graph
 	if pid > 0 {
 		s.PeakRSS = procStatusKB(pid, "VmHWM")
 	}
+	if s.LiveHeap, err = sc.liveHeap(ctx); err != nil {
+		return s, false, err
+	}
 	after, err := sc.scrape(ctx)
 	if err != nil {
 		return s, false, err
@@ -210,6 +214,7 @@ func (r *w4Result) table() string {
 			peakCol, growth,
 			fmtBytes(p.med(func(s w4Sample) float64 { return float64(s.SampledRSS) })),
 			fmtBytes(p.med(func(s w4Sample) float64 { return float64(s.PeakHeap) })),
+			fmtBytes(p.med(func(s w4Sample) float64 { return float64(s.LiveHeap) })),
 			fmtBytes(p.med(func(s w4Sample) float64 { return float64(s.PeakMain) })) + " / " +
 				fmtBytes(p.med(func(s w4Sample) float64 { return float64(s.PeakPref) })),
 			fmtBytes(issued), fmtBytes(wasted),
@@ -220,6 +225,6 @@ func (r *w4Result) table() string {
 		})
 	}
 	return table([]string{"working set (× configured)", "peak RSS, VmHWM (÷ configured)", "RSS growth over idle",
-		"peak RSS, sampled", "peak Go heap in use", "peak cache bytes main / prefetch", "prefetched bytes",
+		"peak RSS, sampled", "peak Go heap in use", "live Go heap at the end (after GC)", "peak cache bytes main / prefetch", "prefetched bytes",
 		"prefetch wasted bytes", "prefetch used / issued objects", "origin round trips", "walk time"}, rows)
 }
