@@ -79,7 +79,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.fields, "prefetch-fields", "", "comma-separated ref fields to follow; empty = all")
 	fs.IntVar(&o.engine.Workers, "prefetch-workers", 4, "concurrent speculative origin requests (Knafla's support threads)")
 	fs.IntVar(&o.engine.BatchSize, "batch-size", 256, "ids per origin BatchGet")
-	fs.IntVar(&o.engine.QueueSize, "prefetch-queue", 1024, "speculative jobs waiting for a worker; more are dropped and counted")
+	fs.IntVar(&o.engine.QueueSize, "prefetch-queue", 1024, "speculative jobs waiting for a worker, newest first; beyond it the oldest are dropped and counted")
 	fs.BoolVar(&o.engine.DisableExpand, "no-expand", false, "never use the origin's server-side Expand")
 	fs.IntVar(&o.server.MaxIDs, "max-ids", 1000, "ids per request")
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 16, "largest depth a request may ask for")

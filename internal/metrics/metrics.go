@@ -46,7 +46,7 @@ type Set struct {
 	PrefetchWasted      prometheus.Counter // evicted or invalidated unused
 	PrefetchWastedBytes prometheus.Counter
 	PrefetchLate        prometheus.Counter // demanded while still in flight
-	PrefetchDropped     prometheus.Counter // jobs dropped: queue full
+	PrefetchDropped     prometheus.Counter // jobs dropped from a full queue, oldest first
 	PrefetchDepth       prometheus.Gauge   // current configured or learned depth
 
 	// Coherence.
@@ -142,7 +142,7 @@ func New(reg prometheus.Registerer) *Set {
 		}),
 		PrefetchDropped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "prefetch_dropped_total",
-			Help: "Prefetch jobs dropped because the prefetch queue was full.",
+			Help: "Prefetch jobs dropped from a full prefetch queue, oldest first.",
 		}),
 		PrefetchDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "prefetch_depth",

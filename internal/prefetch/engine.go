@@ -41,7 +41,7 @@ type Config struct {
 	Mode          Mode // default static
 	Workers       int  // concurrent speculative origin requests (Knafla's support threads); default 4
 	BatchSize     int  // ids per origin BatchGet (Oracle's row prefetch); default 256
-	QueueSize     int  // speculative jobs waiting for a worker; beyond it jobs are dropped; default 1024
+	QueueSize     int  // speculative jobs waiting for a worker, newest run first; beyond it the oldest are dropped; default 1024
 	DisableExpand bool // never use the origin's Expand, even when it has one
 
 	// StaleWhileRevalidate: a cached object stale for at most this long is
@@ -117,8 +117,8 @@ type job struct {
 // Engine answers demands from the cache and the origin and expands what it
 // fetched speculatively in the background. Demand fetches never wait for a
 // speculative worker: they run on the caller's goroutine and bypass the
-// worker limit. Speculative work is a bounded queue of jobs drained by
-// Workers goroutines, all stopped by Close.
+// worker limit. Speculative work is a bounded queue of jobs, newest first,
+// drained by Workers goroutines, all stopped by Close.
 type Engine struct {
 	cfg      Config
 	origin   Origin
@@ -131,7 +131,7 @@ type Engine struct {
 	flights  inflight
 	noExpand atomic.Bool // set once the origin answered UNIMPLEMENTED
 
-	jobs chan job
+	jobs *queue
 	sem  chan struct{} // one slot per concurrent speculative origin request
 
 	ctx       context.Context // cancelled by Close; speculative work runs under it
@@ -150,7 +150,7 @@ func New(cfg Config, o Origin, c *cache.Cache, p Planner, m *metrics.Set) (*Engi
 	ctx, cancel := context.WithCancel(context.Background())
 	e := &Engine{
 		cfg: cfg, origin: o, cache: c, planner: p, m: m,
-		jobs: make(chan job, cfg.QueueSize),
+		jobs: newQueue(cfg.QueueSize),
 		sem:  make(chan struct{}, cfg.Workers),
 		ctx:  ctx, cancel: cancel,
 	}
@@ -185,13 +185,27 @@ func (e *Engine) work() {
 		select {
 		case <-e.ctx.Done():
 			return
-		case j := <-e.jobs:
+		case <-e.jobs.ready:
+		}
+		for e.ctx.Err() == nil {
+			j, ok := e.jobs.pop()
+			if !ok {
+				break
+			}
 			if len(j.refresh) > 0 {
 				_, _ = e.demand(e.ctx, j.refresh) // a failure leaves the stale copy
 				continue
 			}
 			e.expand(j)
 		}
+	}
+}
+
+// enqueue queues speculative work; speculation never blocks a demand, so a
+// full queue drops its oldest job instead (see queue), counted.
+func (e *Engine) enqueue(j job) {
+	if e.jobs.push(j) {
+		e.m.PrefetchDropped.Inc()
 	}
 }
 
@@ -262,11 +276,7 @@ func (e *Engine) Get(ctx context.Context, ids []string, h Hint) (results []Resul
 		}
 	}
 	if len(refresh) > 0 {
-		select {
-		case e.jobs <- job{refresh: refresh}:
-		default:
-			e.m.PrefetchDropped.Inc()
-		}
+		e.enqueue(job{refresh: refresh})
 	}
 	results = make([]Result, 0, len(byID))
 	usedPrefetch := 0
@@ -313,8 +323,7 @@ func (e *Engine) trusted() (bool, time.Duration) {
 	return e.cfg.Trust()
 }
 
-// schedule queues the speculative expansion below roots, or drops it (and
-// counts it) when the queue is full: speculation never blocks a demand.
+// schedule queues the speculative expansion below roots.
 func (e *Engine) schedule(roots []*graph.Object, h Hint) {
 	if len(roots) == 0 || e.cfg.Mode == ModeOff {
 		return
@@ -326,11 +335,7 @@ func (e *Engine) schedule(roots []*graph.Object, h Hint) {
 	if b.Depth <= 0 {
 		return
 	}
-	select {
-	case e.jobs <- job{roots: roots, budget: b}:
-	default:
-		e.m.PrefetchDropped.Inc()
-	}
+	e.enqueue(job{roots: roots, budget: b})
 }
 
 // expand runs one speculative job: walk below its roots through what is

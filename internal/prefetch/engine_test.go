@@ -202,13 +202,29 @@ func TestFullQueueDropsSpeculation(t *testing.T) {
 	_, _, err := r.engine.Get(context.Background(), []string{"x0"}, Hint{})
 	require.NoError(t, err)
 	<-fo.started // the only worker is stalled on b0
-	// One more job fits the queue; the rest must be dropped, not block.
+	// One job fits the queue: each newer one pushes the older out, and none
+	// blocks the demand that schedules it.
 	for i := 1; i < 10; i++ {
 		_, _, err := r.engine.Get(context.Background(), []string{"x" + itoa(i)}, Hint{})
 		require.NoError(t, err)
 	}
 	assert.Equal(t, 8.0, testutil.ToFloat64(r.m.PrefetchDropped))
 	close(fo.release)
+	waitIssued(t, r, 2)
+
+	// The survivor is the newest job, the one nearest the application.
+	asked := map[string]bool{}
+	fo.mu.Lock()
+	for _, ids := range fo.asked {
+		for _, id := range ids {
+			asked[id] = true
+		}
+	}
+	fo.mu.Unlock()
+	assert.True(t, asked["b9"], "the newest job ran")
+	for i := 1; i < 9; i++ {
+		assert.False(t, asked["b"+itoa(i)], "job x%d was dropped, yet b%d was fetched", i, i)
+	}
 }
 
 func TestExpandUnsupportedFallsBackOnce(t *testing.T) {
