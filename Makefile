@@ -69,7 +69,7 @@ rules:
 ## bench: the workloads of BENCH.md at full size (about 25 minutes on 2 cores): tables on stdout, BENCHMARKS.md, plots in results/
 bench: build
 	$(GO) build -o $(BIN)/lookahead-bench ./bench/cmd/lookahead-bench
-	$(BIN)/lookahead-bench -mode full -bin $(BIN) -out results -markdown BENCHMARKS.md
+	$(BIN)/lookahead-bench -mode full -bin $(BIN) -out results -markdown BENCHMARKS.md -require-redis
 
 ## bench-quick: the same workloads at reduced sizes, under 3 minutes
 bench-quick: build

@@ -1,7 +1,6 @@
 package bench
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"time"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
@@ -28,8 +26,7 @@ type env struct {
 	redis *redisServer // nil when redis-server is not installed
 	// redisNote says why the redis rows are missing, when they are.
 	redisNote string
-	adaptive  bool         // bin/sidecar has --prefetch-mode adaptive
-	seq       atomic.Int64 // names sidecars' unique socket paths
+	adaptive  bool // bin/sidecar has --prefetch-mode adaptive
 }
 
 func (e *env) progress(format string, args ...any) {
@@ -77,16 +74,14 @@ func (e *env) startOrigin(ctx context.Context, name string, args ...string) (*or
 
 // sidecar is one running bin/sidecar with a client connected to it.
 type sidecar struct {
-	proc   *launch.Process
-	c      *client.Client
-	socket string // unique unix socket path, which also identifies the process
+	proc *launch.Process
+	c    *client.Client
 }
 
 // startSidecar runs bin/sidecar against originAddr with extra flags.
 func (e *env) startSidecar(ctx context.Context, originAddr string, flags ...string) (*sidecar, error) {
-	sock := filepath.Join(e.tmp, "sc-"+strconv.FormatInt(e.seq.Add(1), 10)+".sock")
 	args := append([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
-		"--origin", originAddr, "--unix-socket", sock, "--log-level", "warn"}, flags...)
+		"--origin", originAddr, "--log-level", "warn"}, flags...)
 	sctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
 	p, err := launch.Start(sctx, filepath.Join(e.cfg.Bin, "sidecar"), args, nil)
@@ -109,7 +104,7 @@ func (e *env) startSidecar(ctx context.Context, originAddr string, flags ...stri
 		p.Kill()
 		return nil, fmt.Errorf("sidecar warm-up: %w", err)
 	}
-	return &sidecar{proc: p, c: c, socket: sock}, nil
+	return &sidecar{proc: p, c: c}, nil
 }
 
 func (s *sidecar) scrape(ctx context.Context) (scrape.Samples, error) {
@@ -149,41 +144,6 @@ func (s *sidecar) stop() error {
 		return fmt.Errorf("sidecar: %w\n%s", err, tail(s.proc.Log(), 2000))
 	}
 	return nil
-}
-
-// pid finds the sidecar's process id: launch.Process does not expose it, so
-// look for our child whose command line holds the sidecar's unique socket
-// path. 0 when it cannot be found.
-func (s *sidecar) pid() int {
-	me := os.Getpid()
-	ents, err := os.ReadDir("/proc")
-	if err != nil {
-		return 0
-	}
-	for _, ent := range ents {
-		pid, err := strconv.Atoi(ent.Name())
-		if err != nil {
-			continue
-		}
-		stat, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "stat"))
-		if err != nil {
-			continue
-		}
-		// Fields after the parenthesised command name: state ppid ...
-		i := bytes.LastIndexByte(stat, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(string(stat[i+1:]))
-		if len(f) < 2 || f[1] != strconv.Itoa(me) {
-			continue
-		}
-		cmdline, err := os.ReadFile(filepath.Join("/proc", ent.Name(), "cmdline"))
-		if err == nil && bytes.Contains(cmdline, []byte(s.socket+"\x00")) {
-			return pid
-		}
-	}
-	return 0
 }
 
 // procStatusKB reads a "Name: N kB" line of /proc/PID/status, in bytes.

@@ -241,7 +241,8 @@ func (r *reporter) w3(res *w3Result) {
 		"over one gRPC ClientConn for %v per point (after an unrecorded warm-up of a tenth of that), %d repetitions, the servers interleaved "+
 		"(order rotated every repetition); medians. Ratios are taken within each repetition, then their median. "+
 		"Sidecar: `--prefetch-mode off`, objects loaded and re-read until every one is a hit; its hit ratio during the measurements "+
-		"(lookahead_cache_hits_total ÷ hits + misses): %s. gRPC floor: a bare grpc-go server answering the same Get method "+
+		"(lookahead_cache_hits_total ÷ hits + misses): %s; the rows \"sidecar\" dial its TCP loopback listener, \"sidecar, unix socket\" the same process "+
+		"through its --unix-socket, as an application in the same pod can through a shared volume. gRPC floor: a bare grpc-go server answering the same Get method "+
 		"(lookahead.v1.SidecarService) from a Go map of the same objects (bench/floor, a separate process). redis: redis-server GET of the "+
 		"same objects proto-encoded, go-redis with a pool as large as the concurrency (a redis connection carries one request at a time), "+
 		"values decoded. The origin (round trip %s) is not on this path.\n\n",
@@ -262,8 +263,7 @@ func (r *reporter) w4(res *w4Result) {
 	fmt.Fprintf(&b, "Sidecar `--cache-bytes %d --prefetch-bytes %d` (configured %s), `--prefetch-mode static --prefetch-depth %d --prefetch-max-objects %d`. "+
 		"Task trees (fan-out 5, %d levels, %d objects each) of %d-byte objects; each query is one BatchGet of %d roots with a hint as deep as the trees "+
 		"(all %d graphs prefetched at once, about %s, more than the whole cache), then every object is read with its own Get. "+
-		"Latency %d ms one way, measured round trip %s. Peak RSS is the sidecar's VmHWM from /proc (its pid found as our child process "+
-		"whose command line holds its unique --unix-socket path, since internal/launch does not expose it); RSS, Go heap and cache bytes are also "+
+		"Latency %d ms one way, measured round trip %s. Peak RSS is the sidecar's VmHWM from /proc; RSS, Go heap and cache bytes are also "+
 		"sampled from its /metrics every 100 ms. The live Go heap is read at the end of each run, right after a forced collection "+
 		"(the sidecar runs with --pprof; fetching /debug/pprof/heap?gc=1 collects first): what the sidecar actually holds. The peak heap in use also "+
 		"counts garbage that Go's collector lets accumulate between collections (GOGC=100: the next collection starts when the heap has grown by "+
@@ -280,18 +280,13 @@ func (r *reporter) w4(res *w4Result) {
 	live := plot.Series{Name: "live Go heap at the end"}
 	for _, p := range res.Points {
 		xs = append(xs, mib(float64(p.Bytes)))
-		if res.PIDs {
-			peak.Y = append(peak.Y, mib(p.med(func(s w4Sample) float64 { return float64(s.PeakRSS) })))
-		}
+		peak.Y = append(peak.Y, mib(p.med(func(s w4Sample) float64 { return float64(s.PeakRSS) })))
 		sampled.Y = append(sampled.Y, mib(p.med(func(s w4Sample) float64 { return float64(s.SampledRSS) })))
 		heap.Y = append(heap.Y, mib(p.med(func(s w4Sample) float64 { return float64(s.PeakHeap) })))
 		live.Y = append(live.Y, mib(p.med(func(s w4Sample) float64 { return float64(s.LiveHeap) })))
 	}
 	peak.X, sampled.X, heap.X, live.X = xs, xs, xs, xs
-	series := []plot.Series{sampled, heap, live}
-	if res.PIDs {
-		series = append([]plot.Series{peak}, series...)
-	}
+	series := []plot.Series{peak, sampled, heap, live}
 	b.WriteString("\n" + r.plot("w4_rss.svg", "W4 RSS vs working set", plot.LineChart{
 		Title: "W4: sidecar memory vs working set", XLabel: "working set (MiB of objects walked)", YLabel: "MiB",
 		Series: series, RefY: mib(float64(c.configured())), RefLabel: "configured cache + prefetch bytes",

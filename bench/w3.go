@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"sync"
@@ -36,8 +37,8 @@ type W3Config struct {
 
 const w3Payload = 1024
 
-// w3Targets are the servers of the hit path, sidecar first.
-var w3Targets = []string{"sidecar", "gRPC floor", "redis"}
+// w3Unix names the sidecar reached over its unix socket instead of TCP.
+const w3Unix = "sidecar, unix socket"
 
 type w3Point struct {
 	P50, P99 time.Duration
@@ -88,11 +89,19 @@ func runW3(ctx context.Context, e *env, cfg W3Config) (*w3Result, error) {
 	if res.RTT, err = pingRTT(ctx, o.Addr(), 50); err != nil {
 		return nil, err
 	}
-	sc, err := e.startSidecar(ctx, o.Addr(), "--prefetch-mode", "off")
+	sock := filepath.Join(e.tmp, "w3-sidecar.sock")
+	sc, err := e.startSidecar(ctx, o.Addr(), "--prefetch-mode", "off", "--unix-socket", sock)
 	if err != nil {
 		return nil, err
 	}
 	defer sc.stop()
+	// The same sidecar over its unix socket, as an application in the same
+	// pod can reach it through a shared volume.
+	uc, err := client.Dial("unix://" + sock)
+	if err != nil {
+		return nil, err
+	}
+	defer uc.Close()
 	fl, err := launch.Start(ctx, e.cfg.Self, append([]string{floor.Command, "--listen", "127.0.0.1:0"}, treeArgs...), nil)
 	if err != nil {
 		return nil, fmt.Errorf("floor server: %w", err)
@@ -111,7 +120,7 @@ func runW3(ctx context.Context, e *env, cfg W3Config) (*w3Result, error) {
 	if err := w3Warm(ctx, sc.c, ids); err != nil {
 		return nil, err
 	}
-	targets := []string{"sidecar", "gRPC floor"}
+	targets := []string{"sidecar", w3Unix, "gRPC floor"}
 	var rc redisGetter
 	if e.redis != nil {
 		r := newRedisClient(e.redis.Addr, slices.Max(cfg.Concurrency)+4)
@@ -137,6 +146,10 @@ func runW3(ctx context.Context, e *env, cfg W3Config) (*w3Result, error) {
 	do := map[string]func(context.Context, string) error{
 		"sidecar": func(ctx context.Context, id string) error {
 			_, _, err := sc.c.Get(ctx, id, nil)
+			return err
+		},
+		w3Unix: func(ctx context.Context, id string) error {
+			_, _, err := uc.Get(ctx, id, nil)
 			return err
 		},
 		"gRPC floor": func(ctx context.Context, id string) error {

@@ -27,7 +27,7 @@ type W4Config struct {
 func (c W4Config) configured() int64 { return c.CacheBytes + c.PrefetchBytes }
 
 type w4Sample struct {
-	IdleRSS, PeakRSS   int64 // VmRSS after start, VmHWM at the end; 0 when the pid was not found
+	IdleRSS, PeakRSS   int64 // VmRSS after start, VmHWM at the end
 	SampledRSS         int64 // max of process_resident_memory_bytes, sampled
 	PeakHeap           int64 // max of go_memstats_heap_inuse_bytes, sampled
 	LiveHeap           int64 // go_memstats_heap_alloc_bytes right after a forced GC at the end
@@ -55,7 +55,6 @@ type w4Result struct {
 	Cfg    W4Config
 	RTT    time.Duration
 	Points []*w4Point
-	PIDs   bool // VmHWM was read (the sidecar's pid was found)
 }
 
 func runW4(ctx context.Context, e *env, cfg W4Config) (*w4Result, error) {
@@ -89,14 +88,12 @@ func runW4(ctx context.Context, e *env, cfg W4Config) (*w4Result, error) {
 	if res.RTT, err = pingRTT(ctx, o.Addr(), 50); err != nil {
 		return nil, err
 	}
-	res.PIDs = true
 	for rep := 0; rep < cfg.Reps; rep++ {
 		for _, p := range rotate(res.Points, rep) {
-			s, found, err := w4Run(ctx, e, o.Addr(), cfg, g, p.Roots)
+			s, err := w4Run(ctx, e, o.Addr(), cfg, g, p.Roots)
 			if err != nil {
 				return nil, fmt.Errorf("working set %.0f×: %w", p.Multiple, err)
 			}
-			res.PIDs = res.PIDs && found
 			p.Samples = append(p.Samples, s)
 			e.progress("w4: rep %d/%d working set %s (%g× configured): peak RSS %s (sampled %s), prefetch wasted %s, walk %s",
 				rep+1, cfg.Reps, fmtBytes(float64(p.Bytes)), p.Multiple, fmtBytes(float64(s.PeakRSS)),
@@ -109,26 +106,24 @@ func runW4(ctx context.Context, e *env, cfg W4Config) (*w4Result, error) {
 // w4Run walks roots task trees through a fresh sidecar, RESULT_SIZE roots per
 // query, each query prefetching all its trees at once (a hint as deep as the
 // trees), every object then read with its own Get.
-func w4Run(ctx context.Context, e *env, originAddr string, cfg W4Config, g graph.TaskTrees, roots int) (s w4Sample, found bool, err error) {
+func w4Run(ctx context.Context, e *env, originAddr string, cfg W4Config, g graph.TaskTrees, roots int) (s w4Sample, err error) {
 	depth := cfg.Levels - 1
 	sc, err := e.startSidecar(ctx, originAddr, "--cache-bytes", strconv.FormatInt(cfg.CacheBytes, 10),
 		"--prefetch-bytes", strconv.FormatInt(cfg.PrefetchBytes, 10), "--prefetch-mode", "static",
 		"--prefetch-depth", strconv.Itoa(depth), "--prefetch-max-objects", strconv.Itoa(g.PerRoot()-1), "--pprof")
 	if err != nil {
-		return s, false, err
+		return s, err
 	}
 	defer func() {
 		if serr := sc.stop(); err == nil {
 			err = serr
 		}
 	}()
-	pid := sc.pid()
-	if pid > 0 {
-		s.IdleRSS = procStatusKB(pid, "VmRSS")
-	}
+	pid := sc.proc.PID()
+	s.IdleRSS = procStatusKB(pid, "VmRSS")
 	before, err := sc.scrape(ctx)
 	if err != nil {
-		return s, false, err
+		return s, err
 	}
 
 	sctx, stopSampling := context.WithCancel(ctx)
@@ -169,31 +164,29 @@ func w4Run(ctx context.Context, e *env, originAddr string, cfg W4Config, g graph
 		if err != nil {
 			stopSampling()
 			wg.Wait()
-			return s, false, err
+			return s, err
 		}
 		for _, r := range rs {
 			if err := walkEach(ctx, r.GetObject(), get, &ws); err != nil {
 				stopSampling()
 				wg.Wait()
-				return s, false, err
+				return s, err
 			}
 		}
 	}
 	s.Walk = time.Since(start)
 	stopSampling()
 	wg.Wait()
-	if pid > 0 {
-		s.PeakRSS = procStatusKB(pid, "VmHWM")
-	}
+	s.PeakRSS = procStatusKB(pid, "VmHWM")
 	if s.LiveHeap, err = sc.liveHeap(ctx); err != nil {
-		return s, false, err
+		return s, err
 	}
 	after, err := sc.scrape(ctx)
 	if err != nil {
-		return s, false, err
+		return s, err
 	}
 	s.C = countersOf(after).minus(countersOf(before))
-	return s, pid > 0, nil
+	return s, nil
 }
 
 func (r *w4Result) table() string {
@@ -202,11 +195,7 @@ func (r *w4Result) table() string {
 	for _, p := range r.Points {
 		peak := p.med(func(s w4Sample) float64 { return float64(s.PeakRSS) })
 		idle := p.med(func(s w4Sample) float64 { return float64(s.IdleRSS) })
-		peakCol, growth := "n/a (pid not found)", "–"
-		if r.PIDs {
-			peakCol = fmtBytes(peak) + " (" + fmtRatio(peak/conf) + ")"
-			growth = fmtBytes(peak - idle)
-		}
+		peakCol, growth := fmtBytes(peak)+" ("+fmtRatio(peak/conf)+")", fmtBytes(peak-idle)
 		issued := p.med(func(s w4Sample) float64 { return s.C.PrefetchBytes })
 		wasted := p.med(func(s w4Sample) float64 { return s.C.WastedBytes })
 		rows = append(rows, []string{

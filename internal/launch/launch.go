@@ -105,6 +105,9 @@ func (p *Process) parseAddrs(s string) {
 	}
 }
 
+// PID is the process's id, e.g. to read its memory from /proc.
+func (p *Process) PID() int { return p.cmd.Process.Pid }
+
 // MetricsURL is the process's /metrics URL.
 func (p *Process) MetricsURL() string { return "http://" + p.Metrics + "/metrics" }
 
