@@ -38,6 +38,7 @@ type Set struct {
 
 	OriginRoundTrips *prometheus.CounterVec   // rpc, code
 	OriginDuration   *prometheus.HistogramVec // rpc
+	OriginInFlight   *prometheus.GaugeVec     // rpc: round trips under way
 	ObjectsFetched   *prometheus.CounterVec   // reason
 	BytesFetched     *prometheus.CounterVec   // reason
 
@@ -107,6 +108,10 @@ func New(reg prometheus.Registerer) *Set {
 			Namespace: namespace, Name: "origin_round_trips_total",
 			Help: "Requests to the origin by rpc and status code.",
 		}, []string{"rpc", "code"}),
+		OriginInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Namespace: namespace, Name: "origin_in_flight",
+			Help: "Requests to the origin under way, by rpc (an Expand until its stream ends).",
+		}, []string{"rpc"}),
 		OriginDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "origin_round_trip_duration_seconds",
 			Help:    "Origin round-trip time by rpc.",
@@ -171,7 +176,7 @@ func New(reg prometheus.Registerer) *Set {
 	}
 	reg.MustRegister(s.StaleFills, s.StaleServed, s.WatchConnected, s.WatchChanges, s.WatchReconnects)
 	reg.MustRegister(s.Requests, s.RequestDuration, s.Hits, s.Misses, s.Negative, s.Joined,
-		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginDuration,
+		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
 		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchDepth)
 	s.newResilience(reg)

@@ -113,8 +113,11 @@ func (c *Client) roundTrip(ctx context.Context, rpc string, f func(context.Conte
 		actx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 	}
 	defer cancel()
+	inFlight := c.m.OriginInFlight.WithLabelValues(rpc)
+	inFlight.Inc()
 	start := time.Now()
 	err := f(actx)
+	inFlight.Dec()
 	c.observe(rpc, start, err)
 	if c.breaker != nil {
 		o := outcome(err)

@@ -147,6 +147,26 @@ func TestTimeoutCutsAHungOriginAndCountsAgainstIt(t *testing.T) {
 	assert.Equal(t, 1, r.fake.Calls("BatchGet"))
 }
 
+func TestInFlightFollowsRoundTrips(t *testing.T) {
+	started, release := make(chan struct{}), make(chan struct{})
+	r := newRig(t, &fakeOrigin{batchGet: func(int, *lookaheadv1.OriginServiceBatchGetRequest) (*lookaheadv1.OriginServiceBatchGetResponse, error) {
+		close(started)
+		<-release
+		return &lookaheadv1.OriginServiceBatchGetResponse{}, nil
+	}}, origin.Config{})
+	inFlight := r.m.OriginInFlight.WithLabelValues("BatchGet")
+	done := make(chan error)
+	go func() {
+		_, _, err := r.client.BatchGet(context.Background(), []string{"a"})
+		done <- err
+	}()
+	<-started
+	assert.Equal(t, 1.0, testutil.ToFloat64(inFlight), "while the origin holds the call")
+	close(release)
+	require.NoError(t, <-done)
+	assert.Zero(t, testutil.ToFloat64(inFlight), "once it answered")
+}
+
 func TestBreaker(t *testing.T) {
 	clock := resiliencetest.NewClock(time.Now())
 	down := true

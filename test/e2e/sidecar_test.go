@@ -173,6 +173,12 @@ var _ = Describe("prefetching a db4o task tree", func() {
 	It("walks on while the Expand is in flight: every Get waits for it rather than fetching", func() {
 		slow := startOrigin("--latency", "200ms").GRPC // each reply, and each stream's first message
 		s := startSidecar(slow, "--prefetch-depth", "4")
+		_, _, err := s.c.Get(context.Background(), "task-0", nil)
+		Expect(err).NotTo(HaveOccurred())
+		// A worker claims the root's children for its Expand before the
+		// round trip starts; a Get that beat the worker to them would rightly
+		// fetch on its own (demands never wait for speculation to start).
+		Eventually(func() float64 { return s.metric("lookahead_origin_in_flight", "rpc", "Expand") }).Should(Equal(1.0))
 		Expect(s.walk("task-0")).To(Equal(treeIDs(0)))
 		Expect(s.metric("lookahead_origin_round_trips_total", "rpc", "BatchGet")).To(BeNumerically("==", 1), "the root")
 		Expect(s.metric("lookahead_origin_round_trips_total", "rpc", "Expand")).To(BeNumerically("==", 1))
