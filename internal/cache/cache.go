@@ -440,6 +440,9 @@ func (c *Cache) Stats() map[string]metrics.TierStats {
 	return s
 }
 
+// PrefetchBytes is the prefetch tier's budget in object bytes.
+func (c *Cache) PrefetchBytes() int64 { return c.cfg.PrefetchBytes }
+
 // Close stops ristretto's goroutines and empties the cache. It waits for
 // calls in progress; later calls find nothing and store nothing. It is
 // idempotent.

@@ -48,6 +48,7 @@ type Set struct {
 	PrefetchWastedBytes prometheus.Counter
 	PrefetchLate        prometheus.Counter // demanded while still in flight
 	PrefetchDropped     prometheus.Counter // jobs dropped from a full queue, oldest first
+	PrefetchClamped     prometheus.Counter // jobs whose object budget was cut to fit the prefetch tier
 	PrefetchDepth       prometheus.Gauge   // current configured or learned depth
 
 	// Coherence.
@@ -149,6 +150,10 @@ func New(reg prometheus.Registerer) *Set {
 			Namespace: namespace, Name: "prefetch_dropped_total",
 			Help: "Prefetch jobs dropped from a full prefetch queue, oldest first.",
 		}),
+		PrefetchClamped: prometheus.NewCounter(prometheus.CounterOpts{
+			Namespace: namespace, Name: "prefetch_clamped_total",
+			Help: "Prefetch jobs whose object budget was cut to what half the prefetch tier holds.",
+		}),
 		PrefetchDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "prefetch_depth",
 			Help: "Reference levels currently prefetched below a demanded object.",
@@ -178,7 +183,7 @@ func New(reg prometheus.Registerer) *Set {
 	reg.MustRegister(s.Requests, s.RequestDuration, s.Hits, s.Misses, s.Negative, s.Joined,
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
-		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchDepth)
+		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchClamped, s.PrefetchDepth)
 	s.newResilience(reg)
 	return s
 }

@@ -131,6 +131,10 @@ type Engine struct {
 	flights  inflight
 	noExpand atomic.Bool // set once the origin answered UNIMPLEMENTED
 
+	// fetchedBytes and fetchedObjects total every object filled from the
+	// origin: their ratio is the mean object size that tierCap uses.
+	fetchedBytes, fetchedObjects atomic.Int64
+
 	jobs *queue
 	sem  chan struct{} // one slot per concurrent speculative origin request
 
@@ -335,6 +339,10 @@ func (e *Engine) schedule(roots []*graph.Object, h Hint) {
 	if b.Depth <= 0 {
 		return
 	}
+	if c := e.tierCap(); c > 0 && (b.MaxObjects == 0 || b.MaxObjects > c) {
+		b.MaxObjects = c
+		e.m.PrefetchClamped.Inc()
+	}
 	e.enqueue(job{roots: roots, budget: b})
 }
 
@@ -396,6 +404,24 @@ func (e *Engine) subBudget(plan *Plan, st Step, b graph.Budget) graph.Budget {
 	return sub
 }
 
+// tierCap is how many objects one speculative job may fetch: as many as
+// half the prefetch tier holds at the mean size of the objects fetched so
+// far; 0 (no cap) before anything was fetched. Without it, a budget larger
+// than the tier (a deep hint, many roots at once: db4o's "everything at
+// once") evicts its own first objects before the application reaches them,
+// and since the tier evicts the oldest unused first and a walk reads in the
+// order the breadth-first prefetch arrived, those are exactly the objects
+// it needs next. Half, so that the job the application's next request
+// schedules still fits beside this one.
+func (e *Engine) tierCap() int {
+	n := e.fetchedObjects.Load()
+	if n == 0 {
+		return 0
+	}
+	mean := max(e.fetchedBytes.Load()/n, 1)
+	return int(max(e.cache.PrefetchBytes()/2/mean, 1))
+}
+
 func (e *Engine) canExpand() bool { return e.expander != nil && !e.noExpand.Load() }
 
 // fill stores what the origin sent and counts it by reason.
@@ -410,6 +436,8 @@ func (e *Engine) fill(objs []*graph.Object, missing []string, speculative bool) 
 	}
 	e.m.ObjectsFetched.WithLabelValues(reason).Add(float64(len(objs)))
 	e.m.BytesFetched.WithLabelValues(reason).Add(float64(n))
+	e.fetchedObjects.Add(int64(len(objs)))
+	e.fetchedBytes.Add(n)
 	if speculative {
 		e.m.PrefetchIssued.Add(float64(len(objs)))
 		if e.observer != nil {

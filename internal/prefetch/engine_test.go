@@ -152,12 +152,17 @@ func TestDemandDoesNotQueueBehindSpeculation(t *testing.T) {
 }
 
 func TestPrefetchFloodNeverEvictsDemanded(t *testing.T) {
-	root := &graph.Object{ID: "root", Version: 1}
-	objs := []*graph.Object{root}
-	for i := 0; i < 2000; i++ {
-		id := "c" + itoa(i)
-		root.Refs = append(root.Refs, graph.Ref{Field: "f", ID: id})
-		objs = append(objs, &graph.Object{ID: id, Version: 1, Payload: make([]byte, 256)})
+	// 100 roots of 20 children each: every job fits the tier's cap, together
+	// they bring ~40 times what the tier holds.
+	var objs, roots []*graph.Object
+	for r := 0; r < 100; r++ {
+		root := &graph.Object{ID: "r" + itoa(r), Version: 1}
+		for i := 0; i < 20; i++ {
+			id := root.ID + "c" + itoa(i)
+			root.Refs = append(root.Refs, graph.Ref{Field: "f", ID: id})
+			objs = append(objs, &graph.Object{ID: id, Version: 1, Payload: make([]byte, 256)})
+		}
+		objs, roots = append(objs, root), append(roots, root)
 	}
 	var demanded []string
 	for i := 0; i < 50; i++ {
@@ -170,8 +175,10 @@ func TestPrefetchFloodNeverEvictsDemanded(t *testing.T) {
 		cache.Config{MainBytes: 64 << 20, PrefetchBytes: 16 << 10}) // room for ~40 prefetched
 	_, _, err := r.engine.Get(context.Background(), demanded, Hint{Depth: new(int)})
 	require.NoError(t, err)
-	_, _, err = r.engine.Get(context.Background(), []string{"root"}, Hint{})
-	require.NoError(t, err)
+	for _, root := range roots {
+		_, _, err = r.engine.Get(context.Background(), []string{root.ID}, Hint{})
+		require.NoError(t, err)
+	}
 	waitIssued(t, r, 2000)
 
 	assert.Greater(t, testutil.ToFloat64(r.m.PrefetchWasted), 1000.0)
@@ -183,6 +190,28 @@ func TestPrefetchFloodNeverEvictsDemanded(t *testing.T) {
 		assert.Equal(t, StatusHit, res.Status, res.Object.ID)
 	}
 	assert.Equal(t, callsBefore, fo.calls(), "demanded objects were all still cached")
+}
+
+func TestSpeculationFitsHalfThePrefetchTier(t *testing.T) {
+	var objs []*graph.Object
+	require.NoError(t, graph.TaskTrees{Roots: 1, Fanout: 10, Levels: 4, PayloadBytes: 256}.Generate(func(o *graph.Object) error {
+		objs = append(objs, o)
+		return nil
+	}))
+	const tier = 16 << 10
+	r := newRig(t, newFakeOrigin(objs), Config{}, Static{Depth: 3}, cache.Config{PrefetchBytes: tier})
+	_, _, err := r.engine.Get(context.Background(), []string{objs[0].ID}, Hint{})
+	require.NoError(t, err)
+
+	// The root is all the engine has seen: its size is the mean. Unclamped,
+	// depth 3 would bring 1110 objects, ~20 times the tier, evicting its own
+	// first levels before a walk could reach them.
+	want := int(tier / 2 / objs[0].Size())
+	waitIssued(t, r, want)
+	r.engine.Close() // waits for the job: nothing more arrives
+	assert.Equal(t, float64(want), testutil.ToFloat64(r.m.PrefetchIssued), "the job's budget is what half the tier holds")
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchClamped))
+	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchWasted), "nothing it brought was evicted unused")
 }
 
 func TestFullQueueDropsSpeculation(t *testing.T) {
