@@ -92,6 +92,18 @@ func (c *Client) observe(rpc string, start time.Time, err error) {
 	c.m.OriginDuration.WithLabelValues(rpc).Observe(time.Since(start).Seconds())
 }
 
+// timedOut says whether a round trip that took elapsed ended at Timeout.
+// The deadline travels to the origin, whose timer may fire first: its reset
+// then arrives as DEADLINE_EXCEEDED before actx reports anything, after all
+// but a sliver of Timeout. A DEADLINE_EXCEEDED answered sooner is the
+// origin's own (a deadline of its downstream), not ours.
+func (c *Client) timedOut(actx context.Context, err error, elapsed time.Duration) bool {
+	if errors.Is(actx.Err(), context.DeadlineExceeded) {
+		return true
+	}
+	return status.Code(err) == codes.DeadlineExceeded && elapsed >= c.cfg.Timeout*9/10
+}
+
 // roundTrip makes one attempt of rpc through the breaker, counted and timed.
 // A refused attempt makes no round trip and returns ErrCircuitOpen.
 func (c *Client) roundTrip(ctx context.Context, rpc string, f func(context.Context) error) error {
@@ -108,8 +120,12 @@ func (c *Client) roundTrip(ctx context.Context, rpc string, f func(context.Conte
 		}
 		ticket = t
 	}
-	actx, cancel := ctx, context.CancelFunc(func() {})
+	// ours says whether Timeout, not the caller's deadline, bounds this
+	// round trip: then a DEADLINE_EXCEEDED means the origin did not answer.
+	actx, cancel, ours := ctx, context.CancelFunc(func() {}), false
 	if c.cfg.Timeout > 0 {
+		d, has := ctx.Deadline()
+		ours = !has || time.Until(d) > c.cfg.Timeout
 		actx, cancel = context.WithTimeout(ctx, c.cfg.Timeout)
 	}
 	defer cancel()
@@ -121,7 +137,7 @@ func (c *Client) roundTrip(ctx context.Context, rpc string, f func(context.Conte
 	c.observe(rpc, start, err)
 	if c.breaker != nil {
 		o := outcome(err)
-		if err != nil && ctx.Err() == nil && errors.Is(actx.Err(), context.DeadlineExceeded) {
+		if ours && ctx.Err() == nil && c.timedOut(actx, err, time.Since(start)) {
 			o = resilience.Failure // our timeout, not the caller's: the origin did not answer
 		}
 		c.breaker.Record(ticket, o, err)
