@@ -48,7 +48,7 @@ type Set struct {
 	PrefetchWastedBytes prometheus.Counter
 	PrefetchLate        prometheus.Counter // demanded while still in flight
 	PrefetchDropped     prometheus.Counter // jobs dropped from a full queue, oldest first
-	PrefetchClamped     prometheus.Counter // jobs whose object budget was cut to fit the prefetch tier
+	PrefetchClamped     prometheus.Counter // jobs stopped by the prefetch tier's cap rather than their own budget
 	PrefetchDepth       prometheus.Gauge   // current configured or learned depth
 
 	// Coherence.
@@ -152,7 +152,7 @@ func New(reg prometheus.Registerer) *Set {
 		}),
 		PrefetchClamped: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "prefetch_clamped_total",
-			Help: "Prefetch jobs whose object budget was cut to what half the prefetch tier holds.",
+			Help: "Prefetch jobs that stopped at what half the prefetch tier holds, before their own budget.",
 		}),
 		PrefetchDepth: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "prefetch_depth",

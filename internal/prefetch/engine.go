@@ -112,6 +112,7 @@ type job struct {
 	roots   []*graph.Object
 	budget  graph.Budget
 	refresh []string
+	capped  bool // budget.MaxObjects is tierCap's, lower than the planner's
 }
 
 // Engine answers demands from the cache and the origin and expands what it
@@ -339,11 +340,11 @@ func (e *Engine) schedule(roots []*graph.Object, h Hint) {
 	if b.Depth <= 0 {
 		return
 	}
+	j := job{roots: roots, budget: b}
 	if c := e.tierCap(); c > 0 && (b.MaxObjects == 0 || b.MaxObjects > c) {
-		b.MaxObjects = c
-		e.m.PrefetchClamped.Inc()
+		j.budget.MaxObjects, j.capped = c, true
 	}
-	e.enqueue(job{roots: roots, budget: b})
+	e.enqueue(j)
 }
 
 // expand runs one speculative job: walk below its roots through what is
@@ -365,6 +366,9 @@ func (e *Engine) expand(j job) {
 		}
 		st, ok := plan.Step(have)
 		if !ok {
+			if j.capped && plan.Remaining() == 0 {
+				e.m.PrefetchClamped.Inc() // the tier's cap, not the planner's, ended it
+			}
 			return
 		}
 		var fetched []*graph.Object

@@ -208,10 +208,19 @@ func TestSpeculationFitsHalfThePrefetchTier(t *testing.T) {
 	// first levels before a walk could reach them.
 	want := int(tier / 2 / objs[0].Size())
 	waitIssued(t, r, want)
-	r.engine.Close() // waits for the job: nothing more arrives
+	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.PrefetchClamped) == 1 },
+		10*time.Second, time.Millisecond, "the job ends at the tier's cap and says so")
+	r.engine.Close() // waits for the workers: nothing more arrives
 	assert.Equal(t, float64(want), testutil.ToFloat64(r.m.PrefetchIssued), "the job's budget is what half the tier holds")
-	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchClamped))
 	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchWasted), "nothing it brought was evicted unused")
+
+	// With room for the whole tree the cap never binds, and nothing counts.
+	big := newRig(t, newFakeOrigin(objs), Config{}, Static{Depth: 3}, cache.Config{PrefetchBytes: 64 << 20})
+	_, _, err = big.engine.Get(context.Background(), []string{objs[0].ID}, Hint{})
+	require.NoError(t, err)
+	waitIssued(t, big, len(objs)-1)
+	big.engine.Close()
+	assert.Zero(t, testutil.ToFloat64(big.m.PrefetchClamped), "a job that fits is not counted as stopped by the cap")
 }
 
 func TestFullQueueDropsSpeculation(t *testing.T) {
