@@ -152,12 +152,13 @@ func TestDemandDoesNotQueueBehindSpeculation(t *testing.T) {
 }
 
 func TestPrefetchFloodNeverEvictsDemanded(t *testing.T) {
-	// 100 roots of 20 children each: every job fits the tier's cap, together
+	// 200 roots of 10 children each: every job fits the tier's cap, together
 	// they bring ~40 times what the tier holds.
+	const tier, children = 16 << 10, 10
 	var objs, roots []*graph.Object
-	for r := 0; r < 100; r++ {
+	for r := 0; r < 200; r++ {
 		root := &graph.Object{ID: "r" + itoa(r), Version: 1}
-		for i := 0; i < 20; i++ {
+		for i := 0; i < children; i++ {
 			id := root.ID + "c" + itoa(i)
 			root.Refs = append(root.Refs, graph.Ref{Field: "f", ID: id})
 			objs = append(objs, &graph.Object{ID: id, Version: 1, Payload: make([]byte, 256)})
@@ -170,9 +171,17 @@ func TestPrefetchFloodNeverEvictsDemanded(t *testing.T) {
 		demanded = append(demanded, id)
 		objs = append(objs, &graph.Object{ID: id, Version: 1, Payload: make([]byte, 256)})
 	}
+	var largest int64
+	for _, o := range objs {
+		largest = max(largest, o.Size())
+	}
+	// The cap is half the tier over the mean size, whatever order the
+	// objects arrive in: at the largest size it must still hold a root's
+	// children, or this would test the cap instead of the flood.
+	require.GreaterOrEqual(t, tier/2/largest, int64(children))
 	fo := newFakeOrigin(objs)
 	r := newRig(t, fo, Config{BatchSize: 100}, Static{Depth: 1, MaxObjects: 5000},
-		cache.Config{MainBytes: 64 << 20, PrefetchBytes: 16 << 10}) // room for ~40 prefetched
+		cache.Config{MainBytes: 64 << 20, PrefetchBytes: tier}) // room for ~40 prefetched
 	_, _, err := r.engine.Get(context.Background(), demanded, Hint{Depth: new(int)})
 	require.NoError(t, err)
 	for _, root := range roots {
@@ -215,11 +224,17 @@ func TestSpeculationFitsHalfThePrefetchTier(t *testing.T) {
 	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchWasted), "nothing it brought was evicted unused")
 
 	// With room for the whole tree the cap never binds, and nothing counts.
-	big := newRig(t, newFakeOrigin(objs), Config{}, Static{Depth: 3}, cache.Config{PrefetchBytes: 64 << 20})
+	// One worker: the second job, below "next", runs only once the tree's
+	// job has ended, so when its object arrives the first job is done.
+	next := &graph.Object{ID: "next", Refs: []graph.Ref{{Field: "f", ID: "after"}}}
+	fo := newFakeOrigin(append(objs, next, &graph.Object{ID: "after"}))
+	big := newRig(t, fo, Config{Workers: 1}, Static{Depth: 3}, cache.Config{PrefetchBytes: 64 << 20})
 	_, _, err = big.engine.Get(context.Background(), []string{objs[0].ID}, Hint{})
 	require.NoError(t, err)
 	waitIssued(t, big, len(objs)-1)
-	big.engine.Close()
+	_, _, err = big.engine.Get(context.Background(), []string{"next"}, Hint{})
+	require.NoError(t, err)
+	waitIssued(t, big, len(objs))
 	assert.Zero(t, testutil.ToFloat64(big.m.PrefetchClamped), "a job that fits is not counted as stopped by the cap")
 }
 
