@@ -459,12 +459,7 @@ func (e *Engine) fill(objs []*graph.Object, missing []string, speculative bool) 
 func (e *Engine) demand(ctx context.Context, ids []string) (map[string]Result, error) {
 	out := make(map[string]Result, len(ids))
 	joins, own := e.flights.claim(ids, e.cfg.BatchSize, false)
-	for c, cids := range joins { // counted on arrival: the demand now waits
-		e.m.Joined.Add(float64(len(cids)))
-		if c.speculative {
-			e.m.PrefetchLate.Add(float64(len(cids)))
-		}
-	}
+	e.countJoins(joins)
 	var wg sync.WaitGroup
 	for _, b := range own {
 		wg.Add(1)
@@ -474,15 +469,64 @@ func (e *Engine) demand(ctx context.Context, ids []string) (map[string]Result, e
 		}()
 	}
 	wg.Wait()
-	var retry []string
+	if err := collect(own, out); err != nil {
+		return nil, err
+	}
+	retry, err := e.awaitJoins(ctx, joins, out)
+	if err != nil || len(retry) == 0 {
+		return out, err
+	}
+	// Another fetch may have claimed a retried id meanwhile (a prefetch
+	// planning below the fetch that failed us): it already holds its worker
+	// slot, so join it as before. Ids it does not bring either are fetched
+	// regardless, outside the table, so that retries end.
+	joins, own = e.flights.claim(retry, e.cfg.BatchSize, false)
+	e.countJoins(joins)
+	for _, b := range own {
+		e.run(ctx, b, false)
+	}
+	if err := collect(own, out); err != nil {
+		return nil, err
+	}
+	again, err := e.awaitJoins(ctx, joins, out)
+	if err != nil || len(again) == 0 {
+		return out, err
+	}
+	regardless := &batch{ids: again, call: &call{done: make(chan struct{})}}
+	e.run(ctx, regardless, false)
+	return out, collect([]*batch{regardless}, out)
+}
+
+// countJoins counts a demand's ids that wait for fetches already in flight,
+// on arrival; a prefetch that a demand reached in flight was late.
+func (e *Engine) countJoins(joins map[*call][]string) {
+	for c, cids := range joins {
+		e.m.Joined.Add(float64(len(cids)))
+		if c.speculative {
+			e.m.PrefetchLate.Add(float64(len(cids)))
+		}
+	}
+}
+
+// collect puts what a demand's own batches fetched into out, or returns the
+// first batch's error.
+func collect(own []*batch, out map[string]Result) error {
 	for _, b := range own {
 		if b.call.err != nil {
-			return nil, b.call.err
+			return b.call.err
 		}
 		for id, o := range b.call.objs {
 			out[id] = Result{Object: o, Status: StatusMiss}
 		}
 	}
+	return nil
+}
+
+// awaitJoins waits for the fetches a demand joined and puts what they
+// brought into out. It returns the ids to fetch again: all of a fetch that
+// failed (perhaps only because its owner gave up; ours may still succeed),
+// and those a partial one did not bring.
+func (e *Engine) awaitJoins(ctx context.Context, joins map[*call][]string, out map[string]Result) (retry []string, err error) {
 	for c, cids := range joins {
 		select {
 		case <-c.done:
@@ -490,8 +534,6 @@ func (e *Engine) demand(ctx context.Context, ids []string) (map[string]Result, e
 			return nil, ctx.Err()
 		}
 		if c.err != nil {
-			// The fetch we joined failed, perhaps only because its owner gave
-			// up; ours may still succeed.
 			retry = append(retry, cids...)
 			continue
 		}
@@ -509,22 +551,7 @@ func (e *Engine) demand(ctx context.Context, ids []string) (map[string]Result, e
 			out[id] = Result{Object: o, Status: StatusJoined}
 		}
 	}
-	if len(retry) > 0 {
-		joins, own := e.flights.claim(retry, e.cfg.BatchSize, false)
-		for _, cids := range joins { // raced again: fetch regardless
-			own = append(own, &batch{ids: cids, call: &call{done: make(chan struct{})}})
-		}
-		for _, b := range own {
-			e.run(ctx, b, false)
-			if b.call.err != nil {
-				return nil, b.call.err
-			}
-			for id, o := range b.call.objs {
-				out[id] = Result{Object: o, Status: StatusMiss}
-			}
-		}
-	}
-	return out, nil
+	return retry, nil
 }
 
 // speculate fetches ids for a prefetch job: in batches, each waiting for a

@@ -410,8 +410,12 @@ func TestDemandJoinsExpandInFlight(t *testing.T) {
 			got[id] = s
 		}
 	}
-	assert.Equal(t, map[string]Status{"task-0.7": StatusJoined, "task-0.8": StatusMiss}, got,
-		".7 came with the Expand; .8 was not sent, so its demand fetched it")
+	assert.Equal(t, StatusJoined, got["task-0.7"], ".7 came with the Expand")
+	// .8 was not sent: its demand fetches it, unless the prefetch planning on
+	// below the Expand claimed it first; then the demand joins that fetch.
+	// Either way .8 is fetched once.
+	assert.Contains(t, []Status{StatusMiss, StatusJoined}, got["task-0.8"])
+	assert.Len(t, got, 2)
 	assert.Equal(t, 2, fo.calls(), "the root, then .8 alone")
 	assert.Equal(t, [][]string{{"task-0"}, {"task-0.8"}}, fo.asked)
 	assert.Equal(t, 1, fx.expandCalls())
