@@ -691,6 +691,15 @@ func (e *Engine) Graph(ctx context.Context, roots []string, b graph.Budget, emit
 		if trusted, _ := e.trusted(); l.Stale || !trusted {
 			return nil, false // a walk is answered fresh: refetch
 		}
+		if x != nil {
+			// The Expand may have delivered id between the first look and
+			// the cache's answer: it records an object before filling the
+			// cache with it, so asking again tells its own fetch (a miss of
+			// this request) from a hit.
+			if o, known := x.lookup(id); known {
+				return o, true
+			}
+		}
 		if l.Tier == cache.TierPrefetch {
 			status[id] = StatusHitPrefetched
 		} else {
