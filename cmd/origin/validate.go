@@ -1,0 +1,72 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+)
+
+// finish converts the text settings and validates every setting: the one
+// path for --check-config and for startup, run after flags, environment and
+// the config file have been applied. The server's limits keep their rules in
+// originserver.Config.Validate; the rules here are the flags' own. Every
+// broken setting is reported, each naming its flag.
+func (o *options) finish(level string) error {
+	var errs []error
+	if err := o.logLevel.UnmarshalText([]byte(level)); err != nil {
+		errs = append(errs, fmt.Errorf("-log-level %q: want debug, info, warn or error", level))
+	}
+	o.random.payloadBytes, o.random.seed = o.tasks.payloadBytes, o.tasks.seed
+	switch o.seed {
+	case "none", "tasks", "random":
+	default:
+		errs = append(errs, fmt.Errorf("-seed %q: want none, tasks or random", o.seed))
+	}
+	errs = append(errs, o.tasks.validate(), o.random.validate())
+	// Config zero values mean "the default": a flag set to 0 would silently
+	// run with the default, so 0 is refused here.
+	for _, v := range []struct {
+		flag string
+		n    int
+	}{{"max-ids", o.server.MaxIDs}, {"max-depth", o.server.MaxDepth}, {"max-objects", o.server.MaxObjects}} {
+		if v.n == 0 {
+			errs = append(errs, fmt.Errorf("-%s 0: must be at least 1", v.flag))
+		}
+	}
+	if err := o.server.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("-max-ids, -max-depth, -max-objects, -latency: %w", err))
+	}
+	if o.listen == "" {
+		errs = append(errs, errors.New("-listen is empty: nothing to serve on"))
+	}
+	errs = append(errs, checkAddr("listen", o.listen), checkAddr("metrics-listen", o.metricsListen))
+	if o.dataDir == "" {
+		errs = append(errs, errors.New("-data is empty: want the store's directory"))
+	}
+	if o.loadPath != "" {
+		if _, err := os.Stat(o.loadPath); err != nil {
+			errs = append(errs, fmt.Errorf("-load: %w", err))
+		}
+	}
+	if o.drainTimeout < 0 {
+		errs = append(errs, fmt.Errorf("-drain-timeout %v: must not be negative", o.drainTimeout))
+	}
+	var err error
+	if o.tls, err = o.tlsFiles.Load(); err != nil {
+		errs = append(errs, fmt.Errorf("-tls-cert, -tls-key, -tls-client-ca: %w", err))
+	}
+	return errors.Join(errs...)
+}
+
+// checkAddr refuses a listen address net.Listen("tcp") could not take;
+// empty is allowed where it disables the listener.
+func checkAddr(flag, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("-%s %q: want host:port (port 0 picks a free one)", flag, addr)
+	}
+	return nil
+}
