@@ -3,8 +3,9 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
+
+	"github.com/lookahead-dev/lookahead/internal/flagconf"
 )
 
 // finish converts the text settings and validates every setting: the one
@@ -40,7 +41,7 @@ func (o *options) finish(level string) error {
 	if o.listen == "" {
 		errs = append(errs, errors.New("-listen is empty: nothing to serve on"))
 	}
-	errs = append(errs, checkAddr("listen", o.listen), checkAddr("metrics-listen", o.metricsListen))
+	errs = append(errs, flagconf.ListenAddr("listen", o.listen), flagconf.ListenAddr("metrics-listen", o.metricsListen))
 	if o.dataDir == "" {
 		errs = append(errs, errors.New("-data is empty: want the store's directory"))
 	}
@@ -57,16 +58,4 @@ func (o *options) finish(level string) error {
 		errs = append(errs, fmt.Errorf("-tls-cert, -tls-key, -tls-client-ca: %w", err))
 	}
 	return errors.Join(errs...)
-}
-
-// checkAddr refuses a listen address net.Listen("tcp") could not take;
-// empty is allowed where it disables the listener.
-func checkAddr(flag, addr string) error {
-	if addr == "" {
-		return nil
-	}
-	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-		return fmt.Errorf("-%s %q: want host:port (port 0 picks a free one)", flag, addr)
-	}
-	return nil
 }

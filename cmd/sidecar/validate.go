@@ -3,12 +3,13 @@ package main
 import (
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
+
+	"github.com/lookahead-dev/lookahead/internal/flagconf"
 )
 
 // rawOptions are the settings parseFlags reads as text and finish converts.
@@ -90,23 +91,11 @@ func (o *options) flagRules() error {
 	if o.listen == "" && o.unixSocket == "" {
 		errs = append(errs, errors.New("-listen and -unix-socket are both empty: nothing to serve on"))
 	}
-	errs = append(errs, checkAddr("listen", o.listen), checkAddr("metrics-listen", o.metricsListen))
+	errs = append(errs, flagconf.ListenAddr("listen", o.listen), flagconf.ListenAddr("metrics-listen", o.metricsListen))
 	if o.originAddr == "" {
 		errs = append(errs, errors.New("-origin is empty: want host:port or a gRPC target"))
 	}
 	return errors.Join(errs...)
-}
-
-// checkAddr refuses a listen address net.Listen("tcp") could not take;
-// empty is allowed (it disables the listener).
-func checkAddr(flag, addr string) error {
-	if addr == "" {
-		return nil
-	}
-	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
-		return fmt.Errorf("-%s %q: want host:port (port 0 picks a free one)", flag, addr)
-	}
-	return nil
 }
 
 // wrap names the flags behind a package's Config in each of its errors.

@@ -12,6 +12,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sort"
 	"strings"
@@ -84,6 +85,18 @@ func Apply(fs *flag.FlagSet, path string, environ []string, prefix string, skip 
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ListenAddr refuses a TCP listen address that net.Listen could not take,
+// naming the flag; empty is allowed (it disables the listener).
+func ListenAddr(flag, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("-%s %q: want host:port (port 0 picks a free one)", flag, addr)
+	}
+	return nil
 }
 
 // want says what a flag of a standard type accepts, for the message of a
