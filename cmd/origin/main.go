@@ -43,6 +43,7 @@ type options struct {
 	reseed                                             bool
 	tasks                                              taskOptions
 	random                                             randomOptions
+	social                                             socialOptions
 	server                                             originserver.Config
 	drainTimeout                                       time.Duration
 	logLevel                                           slog.Level
@@ -63,7 +64,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9091", "HTTP address for /metrics; empty disables")
 	fs.StringVar(&o.dataDir, "data", "./data/origin", "directory of the store; the file is origin.db inside, created if needed")
 	fs.StringVar(&o.addrFile, "addr-file", "", `once serving (store open and seeded), write "grpc ADDR" and "metrics ADDR" lines to this file`)
-	fs.StringVar(&o.seed, "seed", "none", "dataset to generate into an empty store: none, tasks or random")
+	fs.StringVar(&o.seed, "seed", "none", "dataset to generate into an empty store: none, tasks, random or social")
 	fs.BoolVar(&o.reseed, "reseed", false, "seed and -load even when the store is not empty (same ids get a new version)")
 	fs.IntVar(&o.tasks.roots, "task-roots", 500, "tasks dataset: independent task trees")
 	fs.IntVar(&o.tasks.fanout, "task-fanout", 5, "tasks dataset: subtasks per task")
@@ -72,6 +73,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.random.nodes, "random-nodes", 10000, "random dataset: objects")
 	fs.IntVar(&o.random.refs, "random-refs", 3, "random dataset: refs per object, on average")
 	fs.Float64Var(&o.random.dangling, "random-dangling", 0.01, "random dataset: fraction of refs to objects that do not exist")
+	fs.IntVar(&o.social.users, "social-users", 10000, "social dataset: users (with posts, comments and products, about 9 objects per user)")
+	fs.IntVar(&o.social.maxFriends, "social-max-friends", 3000, "social dataset: most friends of one user (friend counts follow a power law)")
+	fs.Float64Var(&o.social.dangling, "social-dangling", 0.001, "social dataset: chance that a friend or like ref is followed by a ref to a deleted object")
 	fs.Uint64Var(&o.tasks.seed, "dataset-seed", 1, "random number seed of the generated datasets")
 	fs.StringVar(&o.loadPath, "load", "", `NDJSON file to load into an empty store, one object per line: {"id":..,"version":..,"type":..,"refs":[{"field":..,"id":..}],"payload":base64} ("payload_text":string instead of "payload" for text)`)
 	fs.DurationVar(&o.server.Latency, "latency", 0, "artificial delay of every reply and of each stream's first message")

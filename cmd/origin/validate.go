@@ -19,12 +19,13 @@ func (o *options) finish(level string) error {
 		errs = append(errs, fmt.Errorf("-log-level %q: want debug, info, warn or error", level))
 	}
 	o.random.payloadBytes, o.random.seed = o.tasks.payloadBytes, o.tasks.seed
+	o.social.payloadBytes, o.social.seed = o.tasks.payloadBytes, o.tasks.seed
 	switch o.seed {
-	case "none", "tasks", "random":
+	case "none", "tasks", "random", "social":
 	default:
-		errs = append(errs, fmt.Errorf("-seed %q: want none, tasks or random", o.seed))
+		errs = append(errs, fmt.Errorf("-seed %q: want none, tasks, random or social", o.seed))
 	}
-	errs = append(errs, o.tasks.validate(), o.random.validate())
+	errs = append(errs, o.tasks.validate(), o.random.validate(), o.social.validate())
 	// Config zero values mean "the default": a flag set to 0 would silently
 	// run with the default, so 0 is refused here.
 	for _, v := range []struct {
