@@ -32,6 +32,7 @@ import (
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/originserver"
 	"github.com/lookahead-dev/lookahead/internal/store"
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
@@ -177,6 +178,8 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 	if o.tls != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(o.tls)))
 	}
+	gm := metrics.NewGRPCServer(reg)
+	sopts = append(sopts, grpc.ChainUnaryInterceptor(gm.UnaryServerInterceptor()), grpc.ChainStreamInterceptor(gm.StreamServerInterceptor()))
 	gs := grpc.NewServer(sopts...)
 	lookaheadv1.RegisterOriginServiceServer(gs, svc)
 	hs := health.NewServer()
@@ -185,6 +188,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 	}
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
+	gm.InitializeMetrics(gs)
 
 	lis, err := net.Listen("tcp", o.listen)
 	if err != nil {

@@ -54,6 +54,13 @@ type options struct {
 	checkConfig, version                                    bool
 	pprof                                                   bool     // serve /debug/pprof/ beside /metrics
 	settings                                                []string // every setting as name=value, for --check-config
+	registry                                                registry // nil: a new prometheus.Registry; tests pass one that records
+}
+
+// registry is where run registers every collector, and what /metrics serves.
+type registry interface {
+	prometheus.Registerer
+	prometheus.Gatherer
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -151,7 +158,10 @@ func cli(args []string, stdout, stderr io.Writer) int {
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.
 func run(ctx context.Context, o *options, log *slog.Logger) error {
-	reg := prometheus.NewRegistry()
+	reg := o.registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildinfo.Get().Register(reg)
 	m := metrics.New(reg)
@@ -202,7 +212,8 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
-	gs := grpc.NewServer(append(server.Interceptors(m), o.transport.serverOptions()...)...)
+	gm := metrics.NewGRPCServer(reg)
+	gs := grpc.NewServer(append(server.Interceptors(gm), o.transport.serverOptions()...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -212,6 +223,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	hs.SetServingStatus(server.LivenessService, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(gs, hs)
 	reflection.Register(gs)
+	gm.InitializeMetrics(gs)
 
 	var lis []net.Listener
 	if o.listen != "" {

@@ -131,7 +131,7 @@ type Report struct {
 	Unexpected []string // up to 10 examples of failed requests
 	Failed     int      // requests that failed
 	Start, End Snapshot
-	// SidecarRequests is lookahead_requests_total by method and code
+	// SidecarRequests is grpc_server_handled_total by method and code
 	// ("Get OK") at the end: the server's own count, to compare with the
 	// clients'.
 	SidecarRequests map[string]float64
@@ -217,13 +217,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	rep.SidecarRequests = map[string]float64{}
-	for _, mt := range m["lookahead_requests_total"].GetMetric() {
+	for _, mt := range m["grpc_server_handled_total"].GetMetric() {
 		var method, code string
 		for _, l := range mt.GetLabel() {
 			switch l.GetName() {
-			case "method":
+			case "grpc_method":
 				method = l.GetValue()
-			case "code":
+			case "grpc_code":
 				code = l.GetValue()
 			}
 		}

@@ -289,10 +289,15 @@ func checkSidecarConfig(t *testing.T, bin string, sc *sidecarConfig) []string {
 // (exit 0) only when every flag exists and every value parses.
 func assertFlagsParse(t *testing.T, bin string, args []string) {
 	t.Helper()
-	out, err := exec.Command(bin, append(append([]string{}, args...), "-h")...).CombinedOutput()
+	out, err := exec.Command(bin, append(append([]string{}, args...), "--check-config")...).CombinedOutput()
 	if err != nil {
-		lines := strings.SplitN(string(out), "\n", 2)
-		t.Errorf("%s rejects its rendered args %q: %v: %s", filepath.Base(bin), args, err, lines[0])
+		t.Errorf("%s rejects its rendered args %q: %v: %s", filepath.Base(bin), args, err, out)
+	}
+	seen := map[string]bool{}
+	for _, a := range args {
+		name, _, _ := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		assert.False(t, seen[name], "%s: --%s given twice in %q: the overlay should replace, not append", filepath.Base(bin), name, args)
+		seen[name] = true
 	}
 }
 

@@ -248,7 +248,7 @@ func TestDashboard(t *testing.T) {
 	for _, s := range []string{
 		"lookahead_cache_hits_total", "lookahead_cache_misses_total", "lookahead_origin_round_trips_total",
 		"lookahead_prefetch_used_total", "lookahead_prefetch_issued_total", "lookahead_origin_round_trip_duration_seconds_bucket",
-		"lookahead_request_duration_seconds_bucket",
+		"grpc_server_handling_seconds_bucket", "grpc_server_handled_total",
 	} {
 		assert.Contains(t, all, s)
 	}
@@ -257,7 +257,7 @@ func TestDashboard(t *testing.T) {
 	queries := dashboardQueries(t, &d)
 	for name, q := range queries {
 		for _, tok := range promqlName.FindAllString(regexp.MustCompile(`"[^"]*"`).ReplaceAllString(q, `""`), -1) {
-			if strings.HasPrefix(tok, "lookahead_") || strings.HasPrefix(tok, "process_") || strings.HasPrefix(tok, "go_") {
+			if strings.HasPrefix(tok, "lookahead_") || strings.HasPrefix(tok, "grpc_server_") || strings.HasPrefix(tok, "process_") || strings.HasPrefix(tok, "go_") {
 				assert.True(t, known[tok], "%s reads %s, which the sidecar does not export", name, tok)
 			}
 		}

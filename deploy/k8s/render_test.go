@@ -28,6 +28,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/lookahead-dev/lookahead/internal/launch"
+	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
 
@@ -179,13 +180,16 @@ var (
 )
 
 // knownMetrics is every series name the sidecar can expose, its own
-// metric set and the Go and process collectors cmd/sidecar registers: each
+// metric set, the standard gRPC server metrics and the Go and process
+// collectors cmd/sidecar registers: each
 // collector's name, plus _bucket, _sum and _count for histograms.
 func knownMetrics(t *testing.T) map[string]bool {
 	t.Helper()
 	metricNamesOnce.Do(func() {
 		rec := &descRecorder{names: map[string]bool{}}
 		metrics.New(rec)
+		metrics.NewGRPCServer(rec)
+		buildinfo.Get().Register(rec)
 		metrics.RegisterCacheSize(rec, nil)
 		rec.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		metricNames = rec.names
@@ -235,7 +239,7 @@ func lookaheadNames(expr string) (series, recorded []string) {
 		switch {
 		case strings.Contains(tok, ":"):
 			recorded = append(recorded, tok)
-		case strings.HasPrefix(tok, "lookahead_"):
+		case strings.HasPrefix(tok, "lookahead_"), strings.HasPrefix(tok, "grpc_server_"):
 			series = append(series, tok)
 		}
 	}

@@ -23,9 +23,6 @@ const (
 // Set holds every collector of one sidecar. Labels have bounded cardinality:
 // methods, codes, tiers and reasons, never an object id.
 type Set struct {
-	Requests        *prometheus.CounterVec   // method, code
-	RequestDuration *prometheus.HistogramVec // method
-
 	Hits      *prometheus.CounterVec // tier
 	Misses    prometheus.Counter
 	Negative  prometheus.Counter     // answered NOT_FOUND from a negative entry
@@ -68,15 +65,6 @@ type Set struct {
 // New creates the collectors and registers them on reg.
 func New(reg prometheus.Registerer) *Set {
 	s := &Set{
-		Requests: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "requests_total",
-			Help: "Sidecar requests by gRPC method and status code.",
-		}, []string{"method", "code"}),
-		RequestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Namespace: namespace, Name: "request_duration_seconds",
-			Help:    "Sidecar request latency by gRPC method.",
-			Buckets: prometheus.ExponentialBuckets(25e-6, 2, 16),
-		}, []string{"method"}),
 		Hits: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Namespace: namespace, Name: "cache_hits_total",
 			Help: "Objects answered from the cache, by tier.",
@@ -180,7 +168,7 @@ func New(reg prometheus.Registerer) *Set {
 		}),
 	}
 	reg.MustRegister(s.StaleFills, s.StaleServed, s.WatchConnected, s.WatchChanges, s.WatchReconnects)
-	reg.MustRegister(s.Requests, s.RequestDuration, s.Hits, s.Misses, s.Negative, s.Joined,
+	reg.MustRegister(s.Hits, s.Misses, s.Negative, s.Joined,
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
 		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchClamped, s.PrefetchDepth)

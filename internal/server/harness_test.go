@@ -34,6 +34,7 @@ func TestMain(m *testing.M) {
 type rig struct {
 	client     lookaheadv1.SidecarServiceClient
 	m          *metrics.Set
+	reg        *prometheus.Registry // m's and the gRPC server metrics
 	originGRPC *grpc.Server
 }
 
@@ -77,7 +78,8 @@ func newRig(t *testing.T, objs []*graph.Object, o rigOptions) *rig {
 	ogs, occ := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterOriginServiceServer(gs, osrv) })
 	t.Cleanup(osrv.Shutdown)
 
-	m := metrics.New(prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	m := metrics.New(reg)
 	c, err := cache.New(cache.Config{}, m)
 	require.NoError(t, err)
 	oc := origin.NewClient(occ, m)
@@ -85,9 +87,10 @@ func newRig(t *testing.T, objs []*graph.Object, o rigOptions) *rig {
 	require.NoError(t, err)
 	svc, err := New(o.server, e, c, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
-	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(m)...)
+	gm := metrics.NewGRPCServer(reg)
+	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(gm)...)
 	t.Cleanup(func() { e.Close(); c.Close() })
-	return &rig{client: lookaheadv1.NewSidecarServiceClient(scc), m: m, originGRPC: ogs}
+	return &rig{client: lookaheadv1.NewSidecarServiceClient(scc), m: m, reg: reg, originGRPC: ogs}
 }
 
 func taskTree(t *testing.T, roots, fanout, levels int) []*graph.Object {

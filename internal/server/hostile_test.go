@@ -43,7 +43,7 @@ func newHostileRig(t *testing.T, o *origintest.Origin, cfg origin.Config) *hosti
 	require.NoError(t, err)
 	svc, err := New(Config{}, e, c, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
-	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(m)...)
+	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(metrics.NewGRPCServer(prometheus.NewRegistry()))...)
 	t.Cleanup(func() { e.Close(); c.Close() })
 	return &hostileRig{client: lookaheadv1.NewSidecarServiceClient(scc), cc: scc, origin: o, oc: oc, m: m}
 }

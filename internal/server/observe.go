@@ -3,38 +3,21 @@ package server
 import (
 	"context"
 	"log/slog"
-	"path"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
-	"google.golang.org/grpc/status"
-
-	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
 
-// Interceptors count every request in lookahead_requests_total by method and
-// code and time it in lookahead_request_duration_seconds.
-func Interceptors(m *metrics.Set) []grpc.ServerOption {
-	record := func(full string, start time.Time, err error) {
-		method := path.Base(full)
-		m.Requests.WithLabelValues(method, status.Code(err).String()).Inc()
-		m.RequestDuration.WithLabelValues(method).Observe(time.Since(start).Seconds())
-	}
+// Interceptors count and time every request in the standard gRPC server
+// metrics (grpc_server_handled_total, grpc_server_handling_seconds; see
+// metrics.NewGRPCServer).
+func Interceptors(g *grpcprom.ServerMetrics) []grpc.ServerOption {
 	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-			start := time.Now()
-			resp, err := h(ctx, req)
-			record(info.FullMethod, start, err)
-			return resp, err
-		}),
-		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, h grpc.StreamHandler) error {
-			start := time.Now()
-			err := h(srv, ss)
-			record(info.FullMethod, start, err)
-			return err
-		}),
+		grpc.ChainUnaryInterceptor(g.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(g.StreamServerInterceptor()),
 	}
 }
 

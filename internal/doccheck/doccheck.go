@@ -1,0 +1,134 @@
+// Package doccheck compares the README with what the binaries really have:
+// its metric and configuration tables against the collectors the binaries
+// register and the flags they define.
+package doccheck
+
+import (
+	"fmt"
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Section returns the text under the markdown heading whose title is
+// exactly title ("## Metrics" or "### sidecar metrics" both match their
+// title), up to the next heading of the same or a higher level.
+func Section(path, title string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("reading %s: %w", path, err)
+	}
+	lines := strings.Split(string(b), "\n")
+	level, start := 0, -1
+	fence := false
+	for i, l := range lines {
+		if strings.HasPrefix(l, "```") {
+			fence = !fence
+		}
+		if fence || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		n := len(l) - len(strings.TrimLeft(l, "#"))
+		switch {
+		case start < 0 && strings.TrimSpace(l[n:]) == title:
+			level, start = n, i+1
+		case start >= 0 && n <= level:
+			return strings.Join(lines[start:i], "\n"), nil
+		}
+	}
+	if start < 0 {
+		return "", fmt.Errorf("%s: no heading %q", path, title)
+	}
+	return strings.Join(lines[start:], "\n"), nil
+}
+
+var code = regexp.MustCompile("`([^`]+)`")
+
+// TableNames returns the names in backticks in the first column of every
+// table row of text ("| `a`, `b` | ... |" gives a and b), sorted.
+func TableNames(text string) []string {
+	var names []string
+	for _, l := range strings.Split(text, "\n") {
+		if !strings.HasPrefix(l, "|") {
+			continue
+		}
+		cells := strings.Split(l, "|")
+		if len(cells) < 3 {
+			continue
+		}
+		for _, m := range code.FindAllStringSubmatch(cells[1], -1) {
+			names = append(names, m[1])
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Recorder is a prometheus registry that also notes the name of every
+// metric its collectors describe: give it to the code that registers a
+// binary's collectors, then ask Names.
+type Recorder struct {
+	*prometheus.Registry
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+// NewRecorder returns an empty Recorder.
+func NewRecorder() *Recorder {
+	return &Recorder{Registry: prometheus.NewRegistry(), names: map[string]bool{}}
+}
+
+var fqName = regexp.MustCompile(`fqName: "([^"]+)"`)
+
+// Register implements prometheus.Registerer.
+func (r *Recorder) Register(c prometheus.Collector) error {
+	ch := make(chan *prometheus.Desc)
+	go func() { c.Describe(ch); close(ch) }()
+	var names []string
+	for d := range ch {
+		if m := fqName.FindStringSubmatch(d.String()); m != nil {
+			names = append(names, m[1])
+		}
+	}
+	if err := r.Registry.Register(c); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for _, n := range names {
+		r.names[n] = true
+	}
+	return nil
+}
+
+// MustRegister implements prometheus.Registerer.
+func (r *Recorder) MustRegister(cs ...prometheus.Collector) {
+	for _, c := range cs {
+		if err := r.Register(c); err != nil {
+			panic(err)
+		}
+	}
+}
+
+// Names returns the metric names registered so far, sorted, leaving out
+// those with one of the prefixes given (such as "go_", "process_").
+func (r *Recorder) Names(except ...string) []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []string
+next:
+	for n := range r.names {
+		for _, p := range except {
+			if strings.HasPrefix(n, p) {
+				continue next
+			}
+		}
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
