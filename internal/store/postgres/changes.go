@@ -17,9 +17,7 @@ func (s *Store) Revision() uint64 { return s.rev.Load() }
 // Changed returns a channel that is closed when the revision next advances
 // or the store closes; see store.Store.Changed for the pattern to use it.
 func (s *Store) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
+	return s.rev.Changed()
 }
 
 // Changes returns up to limit changes with a revision greater than from, in
@@ -59,7 +57,7 @@ func (s *Store) Changes(from uint64, limit int) ([]store.Change, error) {
 		return nil, fmt.Errorf("reading changes after %d: %w", from, classify(err))
 	}
 	if n := len(out); n > 0 {
-		s.advance(out[n-1].Revision)
+		s.rev.Advance(out[n-1].Revision)
 	}
 	return out, nil
 }
@@ -84,20 +82,6 @@ func (s *Store) readRevision(ctx context.Context) (uint64, error) {
 		return 0, fmt.Errorf("reading the revision: %w", classify(err))
 	}
 	return uint64(rev), nil
-}
-
-// advance publishes rev; the revision only moves forward.
-func (s *Store) advance(rev uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rev <= s.rev.Load() {
-		return
-	}
-	s.rev.Store(rev)
-	if !s.closed {
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
 }
 
 // listen holds one connection in LISTEN on the change log's channel and
@@ -143,7 +127,7 @@ func (s *Store) listenOnce(ctx context.Context, connected func()) error {
 		if err != nil {
 			return err
 		}
-		s.advance(rev)
+		s.rev.Advance(rev)
 		if _, err := conn.WaitForNotification(ctx); err != nil {
 			return err
 		}

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -75,11 +73,7 @@ type Store struct {
 	channel  string            // NOTIFY channel
 	identity string
 
-	rev atomic.Uint64 // last revision seen
-
-	mu      sync.Mutex    // protects changed and closed
-	changed chan struct{} // closed and replaced when the revision advances
-	closed  bool
+	rev *store.Revisions // last revision seen
 
 	stop context.CancelFunc
 	done chan struct{} // closed when the listener returned
@@ -122,7 +116,6 @@ func open(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Store, error) {
 		tables:  tables,
 		log:     pgx.Identifier{cfg.Mapping.ChangeLog}.Sanitize(),
 		channel: notifyChannel(cfg.Mapping.ChangeLog),
-		changed: make(chan struct{}),
 		done:    make(chan struct{}),
 	}
 	for i := range cfg.Mapping.Types {
@@ -142,7 +135,7 @@ func open(ctx context.Context, cfg Config, pool *pgxpool.Pool) (*Store, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.rev.Store(rev)
+	s.rev = store.NewRevisions(rev)
 	return s, nil
 }
 
@@ -155,25 +148,16 @@ func (s *Store) Identity() string { return s.identity }
 // Close stops the listener, closes the pool and wakes every Changed waiter.
 // It is idempotent; later calls of other methods return store.ErrClosed.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.rev.Close() {
 		return nil
 	}
-	s.closed = true
-	close(s.changed)
-	s.mu.Unlock()
 	s.stop()
 	<-s.done
 	s.pool.Close()
 	return nil
 }
 
-func (s *Store) isClosed() bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.closed
-}
+func (s *Store) isClosed() bool { return s.rev.Closed() }
 
 // ctx bounds one store call by Config.QueryTimeout.
 func (s *Store) ctx() (context.Context, context.CancelFunc) {

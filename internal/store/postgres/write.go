@@ -39,7 +39,7 @@ func (s *Store) Put(o *graph.Object, expected *uint64) (version, revision uint64
 	}
 	err = s.write(o.ID, func(ctx context.Context, tx pgx.Tx, current uint64) error {
 		if expected != nil && *expected != current {
-			return mismatch(current, *expected)
+			return store.Mismatch(current, *expected)
 		}
 		keyArgs := make([]any, len(key))
 		for i, v := range key {
@@ -80,7 +80,7 @@ func (s *Store) Delete(id string, expected *uint64) (revision uint64, err error)
 			return store.ErrNotFound
 		}
 		if expected != nil && *expected != current {
-			return mismatch(current, *expected)
+			return store.Mismatch(current, *expected)
 		}
 		args := make([]any, len(key))
 		for i, v := range key {
@@ -93,13 +93,6 @@ func (s *Store) Delete(id string, expected *uint64) (revision uint64, err error)
 		return 0, fmt.Errorf("deleting %q: %w", id, err)
 	}
 	return revision, nil
-}
-
-func mismatch(current, expected uint64) error {
-	if current == 0 {
-		return fmt.Errorf("%w: object does not exist, expected version %d", store.ErrVersionMismatch, expected)
-	}
-	return fmt.Errorf("%w: object is at version %d, expected %d", store.ErrVersionMismatch, current, expected)
 }
 
 // writable routes id to a writable type.
@@ -161,7 +154,7 @@ func (s *Store) write(id string, fn func(ctx context.Context, tx pgx.Tx, current
 		return classify(err)
 	}
 	done(uint64(version), uint64(revision))
-	s.advance(uint64(revision))
+	s.rev.Advance(uint64(revision))
 	return nil
 }
 
