@@ -40,6 +40,7 @@ type options struct {
 	reseed                                             bool
 	tasks                                              taskOptions
 	random                                             randomOptions
+	social                                             socialOptions
 	server                                             originserver.Config
 	drainTimeout                                       time.Duration
 	logLevel                                           slog.Level
@@ -58,7 +59,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9091", "HTTP address for /metrics; empty disables")
 	fs.StringVar(&o.dataDir, "data", "./data/origin", "directory of the store; the file is origin.db inside, created if needed")
 	fs.StringVar(&o.addrFile, "addr-file", "", `once serving (store open and seeded), write "grpc ADDR" and "metrics ADDR" lines to this file`)
-	fs.StringVar(&o.seed, "seed", "none", "dataset to generate into an empty store: none, tasks or random")
+	fs.StringVar(&o.seed, "seed", "none", "dataset to generate into an empty store: none, tasks, random or social")
 	fs.BoolVar(&o.reseed, "reseed", false, "seed and -load even when the store is not empty (same ids get a new version)")
 	fs.IntVar(&o.tasks.roots, "task-roots", 500, "tasks dataset: independent task trees")
 	fs.IntVar(&o.tasks.fanout, "task-fanout", 5, "tasks dataset: subtasks per task")
@@ -67,6 +68,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.random.nodes, "random-nodes", 10000, "random dataset: objects")
 	fs.IntVar(&o.random.refs, "random-refs", 3, "random dataset: refs per object, on average")
 	fs.Float64Var(&o.random.dangling, "random-dangling", 0.01, "random dataset: fraction of refs to objects that do not exist")
+	fs.IntVar(&o.social.users, "social-users", 10000, "social dataset: users (with posts, comments and products, about 9 objects per user)")
+	fs.IntVar(&o.social.maxFriends, "social-max-friends", 3000, "social dataset: most friends of one user (friend counts follow a power law)")
+	fs.Float64Var(&o.social.dangling, "social-dangling", 0.001, "social dataset: chance that a friend or like ref is followed by a ref to a deleted object")
 	fs.Uint64Var(&o.tasks.seed, "dataset-seed", 1, "random number seed of the generated datasets")
 	fs.StringVar(&o.loadPath, "load", "", `NDJSON file to load into an empty store, one object per line: {"id":..,"version":..,"type":..,"refs":[{"field":..,"id":..}],"payload":base64} ("payload_text":string instead of "payload" for text)`)
 	fs.DurationVar(&o.server.Latency, "latency", 0, "artificial delay of every reply and of each stream's first message")
@@ -92,6 +96,7 @@ func parseFlags(args []string) (*options, error) {
 		return nil, fmt.Errorf("-log-level: %w", err)
 	}
 	o.random.payloadBytes, o.random.seed = o.tasks.payloadBytes, o.tasks.seed
+	o.social.payloadBytes, o.social.seed = o.tasks.payloadBytes, o.tasks.seed
 	var errs []error
 	switch o.seed {
 	case "none":
@@ -99,8 +104,10 @@ func parseFlags(args []string) (*options, error) {
 		errs = append(errs, o.tasks.validate())
 	case "random":
 		errs = append(errs, o.random.validate())
+	case "social":
+		errs = append(errs, o.social.validate())
 	default:
-		errs = append(errs, fmt.Errorf("-seed %q: want none, tasks or random", o.seed))
+		errs = append(errs, fmt.Errorf("-seed %q: want none, tasks, random or social", o.seed))
 	}
 	if o.listen == "" {
 		errs = append(errs, errors.New("-listen is empty: nothing to serve on"))
