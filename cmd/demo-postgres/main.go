@@ -17,7 +17,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/lookahead-dev/lookahead/client"
+	"github.com/lookahead-dev/lookahead"
 	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/scrape"
 	"github.com/lookahead-dev/lookahead/internal/store/postgres/pgtest"
@@ -115,7 +115,7 @@ func demoSidecar(ctx context.Context, bin, originAddr, mode string, orders int) 
 	if err := sc.WaitServing(ctx); err != nil {
 		return err
 	}
-	c, err := client.Dial(sc.GRPC)
+	c, err := lookahead.Dial(sc.GRPC)
 	if err != nil {
 		return err
 	}
@@ -149,7 +149,7 @@ func demoSidecar(ctx context.Context, bin, originAddr, mode string, orders int) 
 
 // walkOrder loads an order, its customer, its line items and their
 // products one Get at a time, as lazy loading does.
-func walkOrder(ctx context.Context, c *client.Client, id string) (int, error) {
+func walkOrder(ctx context.Context, c *lookahead.Client, id string) (int, error) {
 	get := func(id string) (map[string][]string, error) {
 		obj, _, err := c.Get(ctx, id, nil)
 		if err != nil {
