@@ -54,7 +54,7 @@ func (t taskOptions) validate() error {
 		}
 	}
 	if total > maxSeedObjects/t.roots {
-		return fmt.Errorf("tasks dataset of %d roots, fanout %d, %d levels: more than %d objects", t.roots, t.fanout, t.levels, maxSeedObjects)
+		return fmt.Errorf("-task-roots %d, -task-fanout %d, -task-levels %d: more than %d objects", t.roots, t.fanout, t.levels, maxSeedObjects)
 	}
 	return nil
 }
