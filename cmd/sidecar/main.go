@@ -205,7 +205,10 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
-	gs := grpc.NewServer(append(server.Interceptors(m), o.transport.serverOptions()...)...)
+	// The request codec comes after the counting interceptors, so that a
+	// request that does not decode is counted with its INVALID_ARGUMENT.
+	sopts := append(server.Interceptors(m), server.NewRequestCodec().ServerOptions()...)
+	gs := grpc.NewServer(append(sopts, o.transport.serverOptions()...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
