@@ -81,6 +81,8 @@ type Store struct {
 	cfg Config
 	rev atomic.Uint64 // last committed revision
 
+	datasetID string // see DatasetID; set by Open
+
 	mu      sync.Mutex    // protects changed and closed
 	changed chan struct{} // closed and replaced whenever the revision advances
 	closed  bool
@@ -107,7 +109,9 @@ func Open(path string, cfg Config) (*Store, error) {
 			}
 		}
 		s.rev.Store(tx.Bucket(bucketChanges).Sequence())
-		return nil
+		var err error
+		s.datasetID, err = loadDatasetID(tx)
+		return err
 	})
 	if err != nil {
 		_ = db.Close()
