@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/lookahead-dev/lookahead/client"
+	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/scrape"
 )
@@ -22,7 +23,12 @@ func main() {
 	bin := flag.String("bin", "bin", "directory holding the origin and sidecar binaries")
 	roots := flag.Int("walk-roots", 3, "task trees walked per pass")
 	latency := flag.Duration("latency", time.Millisecond, "artificial origin latency per reply")
+	version := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *version {
+		fmt.Println("demo", buildinfo.Get())
+		return
+	}
 	if err := run(*bin, *roots, *latency); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)

@@ -83,11 +83,11 @@ func (c *Config) setDefaults() {
 
 // Watcher applies the origin's changes to the cache: every change drops
 // older cached copies and sets a version floor (cache.InvalidateVersion). It
-// reconnects with backoff and resumes from the last revision it applied, so
-// a break loses nothing as long as the origin keeps its history. An origin
-// whose revision went backwards, or that names another dataset (checked
-// through Identity on every connect), resets the sidecar and is followed
-// from its current revision.
+// reconnects with backoff and resumes from the highest revision it applied,
+// so a break loses nothing as long as the origin keeps its history. An
+// origin whose revision went backwards, or that names another dataset
+// (checked through Identity on every connect), resets the sidecar and is
+// followed from its current revision.
 type Watcher struct {
 	cfg   Config
 	src   Source
@@ -101,9 +101,9 @@ type Watcher struct {
 	// Watch (trust then rests on TTLs alone). Every Get reads it: no lock.
 	untrusted atomic.Int64
 
-	mu         sync.Mutex // guards the fields below
-	rev        uint64     // last revision applied (or announced)
-	haveRev    bool
+	mu         sync.Mutex         // guards the fields below
+	rev        uint64             // highest revision applied (or announced): the resume point
+	haveRev    bool               //
 	cancel     context.CancelFunc // ends the running session; nil between sessions
 	restarting bool               // the session was ended by restart
 }
@@ -166,7 +166,7 @@ func (w *Watcher) Trust() (trusted bool, beyond time.Duration) {
 	return false, down - w.cfg.Grace
 }
 
-// Revision is the last revision applied.
+// Revision is the highest revision applied: where a new stream resumes.
 func (w *Watcher) Revision() uint64 {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -266,15 +266,32 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 		if err != nil {
 			return true, fmt.Errorf("change stream: %w", err)
 		}
-		for _, c := range changes {
-			w.cache.InvalidateVersion(c.ID, c.Version, c.Deleted)
+		w.apply(changes)
+	}
+}
+
+// apply invalidates what changes announce and moves the resume point to the
+// highest revision seen. A change below a revision already applied breaks
+// the origin's promise of revision order: it is counted as malformed and
+// never lowers the resume point (resuming from it would replay history
+// for nothing, or from a point the origin no longer keeps), but it is still
+// applied, since dropping an older copy is always safe.
+func (w *Watcher) apply(changes []origin.Change) {
+	if len(changes) == 0 {
+		return
+	}
+	for _, c := range changes {
+		w.cache.InvalidateVersion(c.ID, c.Version, c.Deleted)
+	}
+	w.m.WatchChanges.Add(float64(len(changes)))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, c := range changes {
+		if c.Revision < w.rev {
+			w.m.OriginMalformed.WithLabelValues(metrics.MalformedRevision).Inc()
+			continue
 		}
-		if n := len(changes); n > 0 {
-			w.m.WatchChanges.Add(float64(n))
-			w.mu.Lock()
-			w.rev = changes[n-1].Revision
-			w.mu.Unlock()
-		}
+		w.rev = c.Revision
 	}
 }
 

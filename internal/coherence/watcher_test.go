@@ -233,3 +233,28 @@ func TestIdentityChangeSeenByAProbeRestartsTheStream(t *testing.T) {
 	assert.Equal(t, 1, rec.clears)
 	assert.Equal(t, 1.0, testutil.ToFloat64(m.WatchReconnects))
 }
+
+func TestResumesFromTheHighestRevision(t *testing.T) {
+	broken := errors.New("connection reset")
+	tests := []struct {
+		name    string
+		batches [][]origin.Change
+	}{
+		{name: "across messages", batches: [][]origin.Change{{ch(101, "a", 2, false)}, {ch(102, "b", 3, false)}, {ch(90, "c", 4, false)}}},
+		{name: "within one message", batches: [][]origin.Change{{ch(101, "a", 2, false), ch(102, "b", 3, false), ch(90, "c", 4, false)}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			w, src, rec, m := run(t,
+				session{start: 100, batches: tt.batches, err: broken},
+				session{start: 102, err: broken},
+			)
+			require.Len(t, src.froms, 3)
+			assert.Equal(t, uint64(102), *src.froms[1], "resume after the highest revision applied, not the last received")
+			assert.Equal(t, uint64(102), w.Revision())
+			assert.Equal(t, 1.0, testutil.ToFloat64(m.OriginMalformed.WithLabelValues(metrics.MalformedRevision)), "the lower revision is counted")
+			assert.Len(t, rec.changes, 3, "every change still drops older copies: invalidating is always safe")
+			assert.Zero(t, rec.clears)
+		})
+	}
+}

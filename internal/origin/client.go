@@ -31,6 +31,11 @@ var (
 	// cannot be cached (too large, or with an invalid ref). Nothing of that
 	// reply is returned.
 	ErrMalformedReply = errors.New("origin reply malformed")
+	// ErrIncompleteReply: the origin left an asked-for id out of its
+	// BatchGet reply, neither sending it nor listing it missing. Its
+	// absence was never said, so the caller must neither cache nor
+	// remember it: the call fails, and nothing of the reply is returned.
+	ErrIncompleteReply = errors.New("origin reply incomplete")
 	// ErrObjectTooLarge: a write was refused before any round trip because
 	// the object is larger than Config.MaxObjectBytes; stored, it could
 	// never be read back through this client.
@@ -177,8 +182,7 @@ func retryable(err error) bool {
 // asked-for id that comes back as an object that cannot be cached (larger
 // than Config.MaxObjectBytes, or with an invalid ref) fails the call with
 // ErrMalformedReply; an asked-for id that comes back neither as an object
-// nor as missing is left out of both, so that the caller neither caches nor
-// remembers its absence.
+// nor as missing fails it with ErrIncompleteReply.
 func (c *Client) BatchGet(ctx context.Context, ids []string) (found []*graph.Object, missing []string, err error) {
 	var resp *lookaheadv1.OriginServiceBatchGetResponse
 	err = c.retrying(ctx, "BatchGet", func(ctx context.Context) error {

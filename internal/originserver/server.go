@@ -54,6 +54,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Validate reports every broken rule of c, as New would: for commands that
+// check settings before starting.
+func (c Config) Validate() error { return c.validate() }
+
 func (c Config) validate() error {
 	var errs []error
 	for _, f := range []struct {
