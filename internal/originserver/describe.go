@@ -19,7 +19,7 @@ func (s *Server) Describe(ctx context.Context, _ *lookaheadv1.DescribeRequest) (
 		return nil, toStatus(err)
 	}
 	return &lookaheadv1.DescribeResponse{
-		DatasetId: s.st.DatasetID(),
+		DatasetId: s.st.Identity(),
 		Expand:    true, Watch: true, Writes: true,
 		Limits: &lookaheadv1.OriginLimits{
 			MaxIds: uint32(s.cfg.MaxIDs), MaxDepth: uint32(s.cfg.MaxDepth), MaxObjects: uint32(s.cfg.MaxObjects),

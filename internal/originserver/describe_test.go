@@ -13,7 +13,7 @@ func TestDescribe(t *testing.T) {
 	h := newHarness(t, Config{MaxIDs: 7, MaxDepth: 3})
 	resp, err := h.client.Describe(testCtx(t), &lookaheadv1.DescribeRequest{})
 	require.NoError(t, err)
-	assert.Equal(t, h.st.DatasetID(), resp.GetDatasetId())
+	assert.Equal(t, h.st.Identity(), resp.GetDatasetId())
 	assert.NotEmpty(t, resp.GetDatasetId())
 	assert.True(t, resp.GetExpand())
 	assert.True(t, resp.GetWatch())

@@ -13,12 +13,12 @@ var (
 	keyDatasetID = []byte("dataset_id")
 )
 
-// DatasetID is the identity of the store's dataset: a random UUID created
+// Identity is the identity of the store's dataset: a random UUID created
 // with the store and kept in its file, so that it survives restarts and
 // differs for every store created anew (a store that predates identities
 // gets one at its first open). Revisions and versions are only comparable
-// between two stores with the same DatasetID.
-func (s *Store) DatasetID() string { return s.datasetID }
+// between two stores with the same Identity.
+func (s *Store) Identity() string { return s.datasetID }
 
 // loadDatasetID reads the store's identity, creating it on first use.
 func loadDatasetID(tx *bolt.Tx) (string, error) {

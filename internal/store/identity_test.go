@@ -14,7 +14,7 @@ var uuidRE = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-
 
 func TestDatasetIDSurvivesReopenAndDiffersPerStore(t *testing.T) {
 	st, path := openStore(t, store.Config{})
-	id := st.DatasetID()
+	id := st.Identity()
 	assert.Regexp(t, uuidRE, id)
 	_, _, err := st.Put(obj("a"), nil)
 	require.NoError(t, err)
@@ -23,9 +23,9 @@ func TestDatasetIDSurvivesReopenAndDiffersPerStore(t *testing.T) {
 	again, err := store.Open(path, store.Config{})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = again.Close() })
-	assert.Equal(t, id, again.DatasetID(), "same file, same dataset")
+	assert.Equal(t, id, again.Identity(), "same file, same dataset")
 
 	other, _ := openStore(t, store.Config{})
-	assert.Regexp(t, uuidRE, other.DatasetID())
-	assert.NotEqual(t, id, other.DatasetID(), "a store created anew is another dataset")
+	assert.Regexp(t, uuidRE, other.Identity())
+	assert.NotEqual(t, id, other.Identity(), "a store created anew is another dataset")
 }
