@@ -283,7 +283,7 @@ func (w *Watcher) forget(err error) error {
 	w.mu.Lock()
 	w.haveRev = false
 	w.mu.Unlock()
-	w.cache.Clear()
+	w.id.reset.Reset("origin compacted the changes after the resume revision")
 	w.log.Warn("origin no longer keeps the changes after the resume revision: cache cleared", "err", err)
 	return errRestarted
 }
