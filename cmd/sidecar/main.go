@@ -41,6 +41,7 @@ import (
 
 type options struct {
 	listen, unixSocket, metricsListen, originAddr, addrFile string
+	unixSocketMode                                          os.FileMode
 	cache                                                   cache.Config
 	engine                                                  prefetch.Config
 	planner                                                 prefetch.Static
@@ -67,7 +68,9 @@ func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7070", "gRPC listen address (TCP); empty disables TCP")
-	fs.StringVar(&o.unixSocket, "unix-socket", "", "also listen on this unix socket path")
+	fs.StringVar(&o.unixSocket, "unix-socket", "", "also listen on this unix socket path; an existing socket is replaced only when nothing listens on it, anything else there stops the start")
+	o.unixSocketMode = 0o660
+	fs.Var((*fileMode)(&o.unixSocketMode), "unix-socket-mode", "permission bits of --unix-socket, in octal: who may connect (write permission is needed to connect)")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9090", "HTTP address for /metrics; empty disables")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines: for diagnosing memory or CPU in production)")
 	fs.StringVar(&o.originAddr, "origin", "127.0.0.1:7071", "origin gRPC address (host:port or a grpc target such as unix:///path)")
@@ -202,9 +205,12 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
 	defer e.Close()
+	// A new dataset on the origin's address flushes through the engine.
+	ident := coherence.NewIdentity(coherence.ResetFunc(func(string) { e.Clear() }),
+		m.OriginDatasetChanges.WithLabelValues("default"), log)
 	var watcher *coherence.Watcher
 	if o.watch {
-		watcher = coherence.New(o.coherence, coherence.FromClient(oc), e, m, log)
+		watcher = coherence.New(o.coherence, coherence.FromClient(oc), e, ident, m, log)
 		watching.Store(watcher)
 	}
 
@@ -212,8 +218,11 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
+	// The request codec comes after the counting interceptors, so that a
+	// request that does not decode is counted with its INVALID_ARGUMENT.
 	gm := metrics.NewGRPCServer(reg)
-	gs := grpc.NewServer(append(server.Interceptors(gm), o.transport.serverOptions()...)...)
+	sopts := append(server.Interceptors(gm), server.NewRequestCodec().ServerOptions()...)
+	gs := grpc.NewServer(append(sopts, o.transport.serverOptions()...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -226,6 +235,11 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	gm.InitializeMetrics(gs)
 
 	var lis []net.Listener
+	defer func() { // on an early return; closing again after the server did is harmless
+		for _, l := range lis {
+			_ = l.Close()
+		}
+	}()
 	if o.listen != "" {
 		l, err := net.Listen("tcp", o.listen)
 		if err != nil {
@@ -234,10 +248,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		lis = append(lis, l)
 	}
 	if o.unixSocket != "" {
-		_ = os.Remove(o.unixSocket) // a stale socket from a crash
-		l, err := net.Listen("unix", o.unixSocket)
+		l, err := listenUnix(o.unixSocket, o.unixSocketMode)
 		if err != nil {
-			return fmt.Errorf("listen %s: %w", o.unixSocket, err)
+			return err
 		}
 		lis = append(lis, l)
 	}
@@ -281,7 +294,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		server.WatchOrigin(wctx, hs, oc.Check, o.healthInterval, log)
+		server.WatchOrigin(wctx, hs, coherence.NewProber(oc, ident, log).Probe, o.healthInterval, log)
 	}()
 
 	serveErr := make(chan error, len(lis))
@@ -318,9 +331,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		defer cancel()
 		_ = hsrv.Shutdown(sctx)
 	}
-	if o.unixSocket != "" {
-		_ = os.Remove(o.unixSocket)
-	}
+	// The unix listener removed its socket when the server closed it.
 	return runErr
 }
 

@@ -16,6 +16,7 @@ import (
 var badValues = map[string][]flagconftest.Bad{
 	"listen":                  {{"7070", "-listen \"7070\": want host:port"}},
 	"unix-socket":             nil, // any path; a bad one fails at listen
+	"unix-socket-mode":        {{"0778", "want octal permission bits"}, {"rw", "want octal permission bits"}},
 	"metrics-listen":          {{"localhost", "-metrics-listen \"localhost\": want host:port"}},
 	"pprof":                   {{"maybe", `"maybe"`}},
 	"origin":                  {{"", "-origin is empty"}},

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/test/bufconn"
 
@@ -104,3 +105,26 @@ func taskTree(t *testing.T, roots, fanout, levels int) []*graph.Object {
 }
 
 var modeOff = prefetch.Config{Mode: prefetch.ModeOff}
+
+// handled is grpc_server_handled_total of method and code in reg.
+func handled(t *testing.T, reg prometheus.Gatherer, method string, code codes.Code) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	var n float64
+	for _, f := range fams {
+		if f.GetName() != "grpc_server_handled_total" {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			labels := map[string]string{}
+			for _, l := range m.GetLabel() {
+				labels[l.GetName()] = l.GetValue()
+			}
+			if labels["grpc_method"] == method && labels["grpc_code"] == code.String() {
+				n += m.GetCounter().GetValue()
+			}
+		}
+	}
+	return n
+}
