@@ -75,7 +75,7 @@ rules:
 
 .PHONY: bench bench-quick
 
-## bench: the workloads of BENCH.md at full size (19 min 36 s on 2 cores, needs redis-server): tables on stdout, BENCHMARKS.md, plots in results/
+## bench: the benchmark workloads (W1-W4, see BENCHMARKS.md) at full size (19 min 36 s on 2 cores, needs redis-server): tables on stdout, BENCHMARKS.md, plots in results/
 bench: build
 	$(GO) build -o $(BIN)/lookahead-bench ./bench/cmd/lookahead-bench
 	$(BIN)/lookahead-bench -mode full -bin $(BIN) -out results -markdown BENCHMARKS.md -require-redis

@@ -52,6 +52,13 @@ type options struct {
 	checkConfig, version                               bool
 	settings                                           []string // every setting as name=value, for --check-config
 	pg                                                 pgOptions
+	registry                                           registry // nil: a new prometheus.Registry; tests pass one that records
+}
+
+// registry is where run registers every collector, and what /metrics serves.
+type registry interface {
+	prometheus.Registerer
+	prometheus.Gatherer
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -170,7 +177,10 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 		log.Info("store open", "path", filepath.Join(o.dataDir, "origin.db"), "revision", st.Revision(), "empty", empty)
 	}
 
-	reg := prometheus.NewRegistry()
+	reg := o.registry
+	if reg == nil {
+		reg = prometheus.NewRegistry()
+	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildinfo.Get().Register(reg)
 	svc, err := originserver.New(st, o.server, reg)

@@ -10,7 +10,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lookahead-dev/lookahead/internal/doccheck"
@@ -20,7 +19,8 @@ const readme = "../../README.md"
 
 // TestMetricsDocumented starts the sidecar as main does and compares every
 // metric it registers with the README's table of sidecar metrics, both
-// ways. The Go runtime's and the process's are documented as a family.
+// ways. The Go runtime's, the process's and the /metrics handler's own are
+// documented as families.
 func TestMetricsDocumented(t *testing.T) {
 	dir := t.TempDir()
 	o, err := parseFlags([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
@@ -38,17 +38,7 @@ func TestMetricsDocumented(t *testing.T) {
 	cancel()
 	require.NoError(t, <-done)
 
-	section, err := doccheck.Section(readme, "Sidecar metrics")
-	require.NoError(t, err)
-	documented := doccheck.TableNames(section)
-	registered := rec.Names("go_", "process_")
-	for _, n := range registered {
-		assert.Contains(t, documented, n, "the sidecar registers %s: add a row to the README's sidecar metrics table", n)
-	}
-	for _, n := range documented {
-		assert.Contains(t, registered, n, "the README documents %s, which the sidecar does not register", n)
-	}
-	assert.Contains(t, section, "`go_*`", "the Go runtime's metrics are mentioned")
+	doccheck.SameNames(t, readme, "Sidecar metrics", "metric", rec.Names("go_", "process_", "promhttp_"))
 }
 
 // TestFlagsDocumented: every flag of the sidecar has a row in the README's
@@ -64,13 +54,5 @@ func TestFlagsDocumented(t *testing.T) {
 	for _, name := range []string{"check-config", "version"} { // actions, not settings
 		flags = append(flags, "--"+name)
 	}
-	section, err := doccheck.Section(readme, "sidecar")
-	require.NoError(t, err)
-	documented := doccheck.TableNames(section)
-	for _, f := range flags {
-		assert.Contains(t, documented, f, "add %s to the README's sidecar configuration table", f)
-	}
-	for _, d := range documented {
-		assert.Contains(t, flags, d, "the README's sidecar configuration documents %s, which is no flag", d)
-	}
+	doccheck.SameNames(t, readme, "sidecar", "flag", flags)
 }

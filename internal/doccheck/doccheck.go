@@ -10,8 +10,11 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 )
 
 // Section returns the text under the markdown heading whose title is
@@ -131,4 +134,20 @@ next:
 	}
 	sort.Strings(out)
 	return out
+}
+
+// SameNames fails t unless the first column of the README table under
+// heading names exactly have: each missing row and each stale row is
+// reported; what names the kind of thing ("metric", "flag").
+func SameNames(t *testing.T, readme, heading, what string, have []string) {
+	t.Helper()
+	section, err := Section(readme, heading)
+	require.NoError(t, err)
+	documented := TableNames(section)
+	for _, n := range have {
+		assert.Contains(t, documented, n, "%s %s has no row in the README's %q table: add one", what, n, heading)
+	}
+	for _, n := range documented {
+		assert.Contains(t, have, n, "the README's %q table documents %s %s, which does not exist", heading, what, n)
+	}
 }
