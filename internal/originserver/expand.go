@@ -49,15 +49,9 @@ func (s *Server) Expand(req *lookaheadv1.ExpandRequest, stream lookaheadv1.Origi
 			return toStatus(err)
 		}
 		level := uint32(t.Level())
-		found, missing, err := s.st.GetEncoded(t.Pending())
+		found, objs, missing, err := s.read(t.Pending(), true)
 		if err != nil {
 			return toStatus(err)
-		}
-		objs := make([]*graph.Object, len(found))
-		for i, b := range found {
-			if objs[i], err = decodeLinks(b); err != nil {
-				return toStatus(err)
-			}
 		}
 		out.start(level)
 		// Resolve keeps the order of objs, both in Pending order: walk them

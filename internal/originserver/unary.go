@@ -22,7 +22,7 @@ func (s *Server) BatchGet(ctx context.Context, req *lookaheadv1.OriginServiceBat
 	if err := s.checkIDs("ids", req.GetIds()); err != nil {
 		return nil, err
 	}
-	found, missing, err := s.st.GetEncoded(req.GetIds())
+	found, _, missing, err := s.read(req.GetIds(), false)
 	if err != nil {
 		return nil, toStatus(err)
 	}

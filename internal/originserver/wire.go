@@ -9,6 +9,7 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 )
 
 // Replies carry objects as the store holds them: each object's stored wire
@@ -19,6 +20,43 @@ import (
 // In this process the reply's Objects and MissingIds stay empty: read them
 // after a round trip through the encoding (gRPC, or proto.Marshal then
 // proto.Unmarshal).
+
+// encodedStore is a Store that can return objects in their stored wire form
+// (store.Store does); the server then sends them without decoding them.
+type encodedStore interface {
+	// GetEncoded is Get with each object found as an encoded
+	// lookaheadv1.Object the caller owns.
+	GetEncoded(ids []string) (found [][]byte, missing []string, err error)
+}
+
+// read returns the wire form of the objects among ids, in request order, and
+// the ids missing; with links, also each object's id and refs (for a
+// traversal). A store without GetEncoded has its objects encoded here.
+func (s *Server) read(ids []string, links bool) (raw [][]byte, objs []*graph.Object, missing []string, err error) {
+	es, ok := s.st.(encodedStore)
+	if !ok {
+		if objs, missing, err = s.st.Get(ids); err != nil {
+			return nil, nil, nil, err
+		}
+		raw = make([][]byte, len(objs))
+		for i, o := range objs {
+			if raw[i], err = proto.Marshal(graphpb.ToProto(o)); err != nil {
+				return nil, nil, nil, fmt.Errorf("encoding object %q: %w", o.ID, err)
+			}
+		}
+		return raw, objs, missing, nil
+	}
+	if raw, missing, err = es.GetEncoded(ids); err != nil || !links {
+		return raw, nil, missing, err
+	}
+	objs = make([]*graph.Object, len(raw))
+	for i, b := range raw {
+		if objs[i], err = decodeLinks(b); err != nil {
+			return nil, nil, nil, err
+		}
+	}
+	return raw, objs, missing, nil
+}
 
 // fieldNumber is the number of a message's field, read from its descriptor
 // so that a renumbered proto cannot go unnoticed.

@@ -65,32 +65,38 @@ func roundTrip[T any, P interface {
 }
 
 // TestRepliesEncodeAsDecodedObjects checks that replies built from stored
-// bytes are, on the wire, the replies built from decoded objects.
+// bytes are, on the wire, the replies built from decoded objects, and that a
+// store without GetEncoded gets the same replies.
 func TestRepliesEncodeAsDecodedObjects(t *testing.T) {
 	objs := []*graph.Object{node("a", "f", "b"), node("b", "g", "c", "g", "gone"), node("c")}
 	h := newHarness(t, Config{}, objs...)
-	want := graphpb.ToProtos(objs)
-
-	resp, err := h.srv.BatchGet(testCtx(t), &lookaheadv1.OriginServiceBatchGetRequest{Ids: []string{"c", "x", "a", "b", "y"}})
+	plain, err := New(struct{ Store }{h.st}, Config{}, nil) // hides GetEncoded
 	require.NoError(t, err)
-	got := roundTrip(t, resp)
-	assert.True(t, proto.Equal(&lookaheadv1.OriginServiceBatchGetResponse{
-		Objects: []*lookaheadv1.Object{want[2], want[0], want[1]}, MissingIds: []string{"x", "y"},
-	}, got), "got %v", got)
+	want := graphpb.ToProtos(objs)
+	servers := map[string]*Server{"stored bytes": h.srv, "a store without GetEncoded": plain}
+	for name, srv := range servers {
+		t.Run(name, func(t *testing.T) {
+			resp, err := srv.BatchGet(testCtx(t), &lookaheadv1.OriginServiceBatchGetRequest{Ids: []string{"c", "x", "a", "b", "y"}})
+			require.NoError(t, err)
+			got := roundTrip(t, resp)
+			assert.True(t, proto.Equal(&lookaheadv1.OriginServiceBatchGetResponse{
+				Objects: []*lookaheadv1.Object{want[2], want[0], want[1]}, MissingIds: []string{"x", "y"},
+			}, got), "got %v", got)
 
-	stream := &fakeStream[lookaheadv1.ExpandResponse]{ctx: context.Background()}
-	require.NoError(t, h.srv.Expand(&lookaheadv1.ExpandRequest{Roots: []string{"a"}, Depth: 5}, stream))
-	var msgs []*lookaheadv1.ExpandResponse
-	for _, m := range stream.sent {
-		msgs = append(msgs, roundTrip(t, m))
-	}
-	wantMsgs := []*lookaheadv1.ExpandResponse{
-		{Level: 0, Objects: want[:1]},
-		{Level: 1, Objects: want[1:2]},
-		{Level: 2, Objects: want[2:3], MissingIds: []string{"gone"}},
-	}
-	require.Len(t, msgs, len(wantMsgs))
-	for i := range msgs {
-		assert.True(t, proto.Equal(wantMsgs[i], msgs[i]), "message %d: got %v", i, msgs[i])
+			stream := &fakeStream[lookaheadv1.ExpandResponse]{ctx: context.Background()}
+			require.NoError(t, srv.Expand(&lookaheadv1.ExpandRequest{Roots: []string{"a"}, Depth: 5, KnownIds: []string{"b"}}, stream))
+			var msgs []*lookaheadv1.ExpandResponse
+			for _, m := range stream.sent {
+				msgs = append(msgs, roundTrip(t, m))
+			}
+			wantMsgs := []*lookaheadv1.ExpandResponse{
+				{Level: 0, Objects: want[:1]},
+				{Level: 2, Objects: want[2:3], MissingIds: []string{"gone"}}, // b is known: walked through, not sent
+			}
+			require.Len(t, msgs, len(wantMsgs))
+			for i := range msgs {
+				assert.True(t, proto.Equal(wantMsgs[i], msgs[i]), "message %d: got %v", i, msgs[i])
+			}
+		})
 	}
 }
