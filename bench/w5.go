@@ -142,13 +142,7 @@ type w5Cell struct {
 	Samples []w5Sample
 }
 
-func (c *w5Cell) med(f func(w5Sample) float64) float64 {
-	xs := make([]float64, len(c.Samples))
-	for i, s := range c.Samples {
-		xs[i] = f(s)
-	}
-	return median(xs)
-}
+func (c *w5Cell) med(f func(w5Sample) float64) float64 { return medianOf(c.Samples, f) }
 
 func (c *w5Cell) wall() time.Duration {
 	return time.Duration(c.med(func(s w5Sample) float64 { return float64(s.Wall) }))
@@ -354,49 +348,43 @@ func (w *w5) run(ctx context.Context, r w5Row, sessions []w5Session) (w5Sample, 
 }
 
 func (w *w5) runSidecar(ctx context.Context, r w5Row, sessions []w5Session) (s w5Sample, err error) {
-	sc, err := w.e.startSidecar(ctx, w.origin.Addr(), r.Args...)
-	if err != nil {
-		return s, err
-	}
-	defer func() {
-		if serr := sc.stop(); err == nil {
-			err = serr
+	err = w.e.withSidecar(ctx, w.origin.Addr(), r.Args, func(sc *sidecar) error {
+		before, err := sc.scrape(ctx)
+		if err != nil {
+			return err
 		}
-	}()
-	before, err := sc.scrape(ctx)
-	if err != nil {
-		return s, err
-	}
-	// One Get per object, in order, as an application reads.
-	each := func(ctx context.Context, ids []string) ([]*lookaheadv1.Object, error) {
-		var out []*lookaheadv1.Object
-		for _, id := range ids {
-			o, _, err := sc.c.Get(ctx, id, nil)
-			switch {
-			case status.Code(err) == codes.NotFound:
-			case err != nil:
-				return nil, fmt.Errorf("get %s: %w", id, err)
-			default:
-				out = append(out, o)
+		// One Get per object, in order, as an application reads.
+		each := func(ctx context.Context, ids []string) ([]*lookaheadv1.Object, error) {
+			var out []*lookaheadv1.Object
+			for _, id := range ids {
+				o, _, err := sc.c.Get(ctx, id, nil)
+				switch {
+				case status.Code(err) == codes.NotFound:
+				case err != nil:
+					return nil, fmt.Errorf("get %s: %w", id, err)
+				default:
+					out = append(out, o)
+				}
 			}
+			return out, nil
 		}
-		return out, nil
-	}
-	start := time.Now()
-	used, err := readSessions(ctx, sessions, each)
-	if err != nil {
-		return s, err
-	}
-	s.Wall = time.Since(start)
-	s.Used = len(used)
-	s.PeakRSS = procStatusKB(sc.proc.PID(), "VmHWM")
-	after, err := sc.scrape(ctx)
-	if err != nil {
-		return s, err
-	}
-	s.RoundTrips = after.Sum("lookahead_origin_round_trips_total") - before.Sum("lookahead_origin_round_trips_total")
-	s.Fetched = after.Sum("lookahead_origin_objects_fetched_total") - before.Sum("lookahead_origin_objects_fetched_total")
-	return s, nil
+		start := time.Now()
+		used, err := readSessions(ctx, sessions, each)
+		if err != nil {
+			return err
+		}
+		s.Wall, s.Used = time.Since(start), len(used)
+		s.PeakRSS = procStatusKB(sc.proc.PID(), "VmHWM")
+		after, err := sc.scrape(ctx)
+		if err != nil {
+			return err
+		}
+		delta := func(name string) float64 { return after.Sum(name) - before.Sum(name) }
+		s.RoundTrips = delta("lookahead_origin_round_trips_total")
+		s.Fetched = delta("lookahead_origin_objects_fetched_total")
+		return nil
+	})
+	return s, err
 }
 
 // runPeer is the DataLoader-style client: no sidecar, one origin BatchGet
