@@ -15,12 +15,13 @@ const (
 	// MalformedBeyondBudget: an Expand object its walk did not schedule
 	// (beyond the requested depth or max objects, or sent again).
 	MalformedBeyondBudget = "beyond_budget"
+	MalformedRevision     = "revision" // a Watch change whose revision is below one already applied
 )
 
 // MalformedProblems lists every problem label value.
 var MalformedProblems = []string{
 	MalformedDuplicate, MalformedUnrequested, MalformedInvalidID, MalformedInvalidRef,
-	MalformedOversized, MalformedConflict, MalformedUnanswered, MalformedBeyondBudget,
+	MalformedOversized, MalformedConflict, MalformedUnanswered, MalformedRevision, MalformedBeyondBudget,
 }
 
 // newResilience creates and registers the origin client's retry, breaker
