@@ -59,7 +59,7 @@ func parseFlags(args []string) (*options, error) {
 	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7070", "gRPC listen address (TCP); empty disables TCP")
 	fs.StringVar(&o.unixSocket, "unix-socket", "", "also listen on this unix socket path")
-	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9090", "HTTP address for /metrics; empty disables")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:7072", "HTTP address for /metrics; empty disables")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines: for diagnosing memory or CPU in production)")
 	fs.StringVar(&o.originAddr, "origin", "127.0.0.1:7071", "origin gRPC address (host:port or a grpc target such as unix:///path)")
 	fs.StringVar(&o.addrFile, "addr-file", "", "write the bound gRPC and metrics addresses to this file once listening")
