@@ -11,8 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/lookahead-dev/lookahead"
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
-	"github.com/lookahead-dev/lookahead/client"
 	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/scrape"
 )
@@ -75,7 +75,7 @@ func (e *env) startOrigin(ctx context.Context, name string, args ...string) (*or
 // sidecar is one running bin/sidecar with a client connected to it.
 type sidecar struct {
 	proc *launch.Process
-	c    *client.Client
+	c    *lookahead.Client
 }
 
 // startSidecar runs bin/sidecar against originAddr with extra flags.
@@ -92,7 +92,7 @@ func (e *env) startSidecar(ctx context.Context, originAddr string, flags ...stri
 		p.Kill()
 		return nil, err
 	}
-	c, err := client.Dial(p.GRPC)
+	c, err := lookahead.Dial(p.GRPC)
 	if err != nil {
 		p.Kill()
 		return nil, err

@@ -9,8 +9,8 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lookahead-dev/lookahead"
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
-	"github.com/lookahead-dev/lookahead/client"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
@@ -36,11 +36,11 @@ type w1Row struct {
 	// Single asks for the query's roots one at a time (a Get each), each
 	// root's walk following its Get, instead of one BatchGet of all roots.
 	Single bool
-	Hint   *client.Prefetch // on the query's BatchGet
-	Graph  bool             // one GetGraph of the query's roots instead of a query and a walk
-	Expand bool             // the row may use the origin's Expand: its lower bound is one round trip
-	Slow   bool             // one origin round trip per object
-	NA     string           // not run, and why
+	Hint   *lookahead.Prefetch // on the query's BatchGet
+	Graph  bool                // one GetGraph of the query's roots instead of a query and a walk
+	Expand bool                // the row may use the origin's Expand: its lower bound is one round trip
+	Slow   bool                // one origin round trip per object
+	NA     string              // not run, and why
 }
 
 // w1Sample is one repetition of one row, per query.
@@ -100,7 +100,7 @@ func (w *w1) buildRows(adaptive bool) {
 	one := strconv.Itoa(w.perRoot() - 1)
 	all := uint32(w.cfg.ResultSize * (w.perRoot() - 1))
 	static := []string{"--prefetch-mode", "static", "--prefetch-depth", depth, "--prefetch-max-objects", one}
-	full := &client.Prefetch{Depth: client.Uint32(uint32(w.cfg.Levels - 1)), MaxObjects: client.Uint32(all)}
+	full := &lookahead.Prefetch{Depth: lookahead.Uint32(uint32(w.cfg.Levels - 1)), MaxObjects: lookahead.Uint32(all)}
 	w.rows = []w1Row{
 		{Name: "no_prefetch", Kind: "sidecar", Args: []string{"--prefetch-mode", "off"}, Expand: true, Slow: true},
 		{Name: "single_prefetch", Kind: "sidecar", Args: static, Single: true, Expand: true},
@@ -263,7 +263,7 @@ func (w *w1) runSidecar(ctx context.Context, r w1Row, rep int) (s w1Sample, err 
 		s.Query += time.Since(start)
 		start = time.Now()
 		for _, res := range rs {
-			if err := walkEach(ctx, res.GetObject(), get, &s); err != nil {
+			if err := walkEach(ctx, res.Object, get, &s); err != nil {
 				return s, err
 			}
 		}
@@ -281,17 +281,17 @@ func (w *w1) runSidecar(ctx context.Context, r w1Row, rep int) (s w1Sample, err 
 // getGraph asks for the query's whole graphs in one streamed GetGraph. Its
 // query time runs until the roots (level 0) arrive, its walk time from then
 // to the end of the stream.
-func (w *w1) getGraph(ctx context.Context, c *client.Client, roots []string, s *w1Sample) error {
-	g := client.Graph{Roots: roots, Depth: client.Uint32(uint32(w.cfg.Levels - 1)),
-		MaxObjects: client.Uint32(uint32(len(roots) * w.perRoot()))}
+func (w *w1) getGraph(ctx context.Context, c *lookahead.Client, roots []string, s *w1Sample) error {
+	g := lookahead.Graph{Roots: roots, Depth: lookahead.Uint32(uint32(w.cfg.Levels - 1)),
+		MaxObjects: lookahead.Uint32(uint32(len(roots) * w.perRoot()))}
 	start := time.Now()
 	var rootsAt time.Time
-	missing, err := c.GetGraph(ctx, g, func(r *lookaheadv1.Result) error {
-		if r.GetLevel() == 0 {
+	missing, err := c.GetGraph(ctx, g, func(r lookahead.Result) error {
+		if r.Level == 0 {
 			rootsAt = time.Now()
 		}
 		s.Objects++
-		s.Wire += int64(proto.Size(r.GetObject()))
+		s.Wire += int64(proto.Size(r.Object))
 		return nil
 	})
 	if err != nil {

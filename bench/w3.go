@@ -16,9 +16,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/lookahead-dev/lookahead"
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/bench/floor"
-	"github.com/lookahead-dev/lookahead/client"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 	"github.com/lookahead-dev/lookahead/internal/launch"
@@ -97,7 +97,7 @@ func runW3(ctx context.Context, e *env, cfg W3Config) (*w3Result, error) {
 	defer sc.stop()
 	// The same sidecar over its unix socket, as an application in the same
 	// pod can reach it through a shared volume.
-	uc, err := client.Dial("unix://" + sock)
+	uc, err := lookahead.Dial("unix://" + sock)
 	if err != nil {
 		return nil, err
 	}
@@ -238,7 +238,7 @@ func (g redisGetter) walk(root string) func(context.Context) (int, int, error) {
 
 // w3Warm loads ids into the sidecar and repeats until a whole pass is
 // answered from the cache: the main tier's writes are asynchronous and lossy.
-func w3Warm(ctx context.Context, c *client.Client, ids []string) error {
+func w3Warm(ctx context.Context, c *lookahead.Client, ids []string) error {
 	for pass := 0; pass < 10; pass++ {
 		misses := 0
 		for start := 0; start < len(ids); start += 500 {
@@ -247,7 +247,7 @@ func w3Warm(ctx context.Context, c *client.Client, ids []string) error {
 				return err
 			}
 			for _, r := range rs {
-				if r.GetStatus() == lookaheadv1.CacheStatus_CACHE_STATUS_MISS {
+				if r.Cache == lookaheadv1.CacheStatus_CACHE_STATUS_MISS {
 					misses++
 				}
 			}
@@ -310,13 +310,13 @@ func w3Load(ctx context.Context, conc int, d time.Duration, ids []string, do fun
 // w3Walks times the warm walk of one graph: the sidecar's GetGraph (one
 // streamed call), the sidecar's BatchGet per level, and redis cache-aside
 // with one MGET per level.
-func w3Walks(ctx context.Context, e *env, cfg W3Config, c *client.Client, rc redisGetter, root string) ([]w3Walk, error) {
-	depth := client.Uint32(uint32(cfg.GraphLevels - 1))
+func w3Walks(ctx context.Context, e *env, cfg W3Config, c *lookahead.Client, rc redisGetter, root string) ([]w3Walk, error) {
+	depth := lookahead.Uint32(uint32(cfg.GraphLevels - 1))
 	getGraph := func(ctx context.Context) (int, int, error) {
 		n, hits := 0, 0
-		_, err := c.GetGraph(ctx, client.Graph{Roots: []string{root}, Depth: depth}, func(r *lookaheadv1.Result) error {
+		_, err := c.GetGraph(ctx, lookahead.Graph{Roots: []string{root}, Depth: depth}, func(r lookahead.Result) error {
 			n++
-			if s := r.GetStatus(); s == lookaheadv1.CacheStatus_CACHE_STATUS_HIT || s == lookaheadv1.CacheStatus_CACHE_STATUS_HIT_PREFETCHED {
+			if s := r.Cache; s == lookaheadv1.CacheStatus_CACHE_STATUS_HIT || s == lookaheadv1.CacheStatus_CACHE_STATUS_HIT_PREFETCHED {
 				hits++
 			}
 			return nil
@@ -334,10 +334,10 @@ func w3Walks(ctx context.Context, e *env, cfg W3Config, c *client.Client, rc red
 			level = nil
 			for _, r := range rs {
 				n++
-				if s := r.GetStatus(); s == lookaheadv1.CacheStatus_CACHE_STATUS_HIT || s == lookaheadv1.CacheStatus_CACHE_STATUS_HIT_PREFETCHED {
+				if s := r.Cache; s == lookaheadv1.CacheStatus_CACHE_STATUS_HIT || s == lookaheadv1.CacheStatus_CACHE_STATUS_HIT_PREFETCHED {
 					hits++
 				}
-				for _, ref := range r.GetObject().GetRefs() {
+				for _, ref := range r.Object.GetRefs() {
 					level = append(level, ref.GetId())
 				}
 			}

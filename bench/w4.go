@@ -8,8 +8,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/lookahead-dev/lookahead"
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
-	"github.com/lookahead-dev/lookahead/client"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
@@ -148,7 +148,7 @@ func w4Run(ctx context.Context, e *env, originAddr string, cfg W4Config, g graph
 		}
 	}()
 
-	hint := &client.Prefetch{Depth: client.Uint32(uint32(depth)), MaxObjects: client.Uint32(uint32(cfg.ResultSize * (g.PerRoot() - 1)))}
+	hint := &lookahead.Prefetch{Depth: lookahead.Uint32(uint32(depth)), MaxObjects: lookahead.Uint32(uint32(cfg.ResultSize * (g.PerRoot() - 1)))}
 	get := func(ctx context.Context, id string) (*lookaheadv1.Object, error) {
 		o, _, err := sc.c.Get(ctx, id, nil)
 		return o, err
@@ -167,7 +167,7 @@ func w4Run(ctx context.Context, e *env, originAddr string, cfg W4Config, g graph
 			return s, err
 		}
 		for _, r := range rs {
-			if err := walkEach(ctx, r.GetObject(), get, &ws); err != nil {
+			if err := walkEach(ctx, r.Object, get, &ws); err != nil {
 				stopSampling()
 				wg.Wait()
 				return s, err

@@ -13,7 +13,8 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/lookahead-dev/lookahead/client"
+	"github.com/lookahead-dev/lookahead"
+	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/scrape"
 )
@@ -22,7 +23,12 @@ func main() {
 	bin := flag.String("bin", "bin", "directory holding the origin and sidecar binaries")
 	roots := flag.Int("walk-roots", 3, "task trees walked per pass")
 	latency := flag.Duration("latency", time.Millisecond, "artificial origin latency per reply")
+	version := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *version {
+		fmt.Println("demo", buildinfo.Get())
+		return
+	}
 	if err := run(*bin, *roots, *latency); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
@@ -81,7 +87,7 @@ func demoSidecar(ctx context.Context, bin, originAddr, mode string, roots int) e
 	if err := sc.WaitServing(ctx); err != nil {
 		return err
 	}
-	c, err := client.Dial(sc.GRPC)
+	c, err := lookahead.Dial(sc.GRPC)
 	if err != nil {
 		return err
 	}
@@ -115,7 +121,7 @@ func demoSidecar(ctx context.Context, bin, originAddr, mode string, roots int) e
 }
 
 // walk activates a tree the way db4o does: one Get per object, breadth-first.
-func walk(ctx context.Context, c *client.Client, root string) (int, error) {
+func walk(ctx context.Context, c *lookahead.Client, root string) (int, error) {
 	queue := []string{root}
 	n := 0
 	for len(queue) > 0 {

@@ -9,12 +9,14 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -28,9 +30,9 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/originserver"
-	"github.com/lookahead-dev/lookahead/internal/store"
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
 )
 
@@ -40,25 +42,30 @@ type options struct {
 	reseed                                             bool
 	tasks                                              taskOptions
 	random                                             randomOptions
+	social                                             socialOptions
 	server                                             originserver.Config
 	drainTimeout                                       time.Duration
 	logLevel                                           slog.Level
 	tlsFiles                                           tlsconfig.Server
 	tls                                                *tls.Config // loaded from tlsFiles; nil = plaintext
+	checkConfig, version                               bool
+	settings                                           []string // every setting as name=value, for --check-config
+	pg                                                 pgOptions
 }
 
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("origin", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: origin [flags]\n\nServes lookahead's OriginService over an embedded bbolt store.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: origin [flags]\n\nServes lookahead's OriginService over an embedded bbolt store or a PostgreSQL schema.\n       origin postgres-introspect|postgres-install -h\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7071", "gRPC listen address; port 0 picks a free port (see -addr-file)")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:7073", "HTTP address for /metrics; empty disables")
 	fs.StringVar(&o.dataDir, "data", "./data/origin", "directory of the store; the file is origin.db inside, created if needed")
+	o.pg.flags(fs)
 	fs.StringVar(&o.addrFile, "addr-file", "", `once serving (store open and seeded), write "grpc ADDR" and "metrics ADDR" lines to this file`)
-	fs.StringVar(&o.seed, "seed", "none", "dataset to generate into an empty store: none, tasks or random")
+	fs.StringVar(&o.seed, "seed", "none", "dataset to generate into an empty store: none, tasks, random or social")
 	fs.BoolVar(&o.reseed, "reseed", false, "seed and -load even when the store is not empty (same ids get a new version)")
 	fs.IntVar(&o.tasks.roots, "task-roots", 500, "tasks dataset: independent task trees")
 	fs.IntVar(&o.tasks.fanout, "task-fanout", 5, "tasks dataset: subtasks per task")
@@ -67,6 +74,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.random.nodes, "random-nodes", 10000, "random dataset: objects")
 	fs.IntVar(&o.random.refs, "random-refs", 3, "random dataset: refs per object, on average")
 	fs.Float64Var(&o.random.dangling, "random-dangling", 0.01, "random dataset: fraction of refs to objects that do not exist")
+	fs.IntVar(&o.social.users, "social-users", 10000, "social dataset: users (with posts, comments and products, about 9 objects per user)")
+	fs.IntVar(&o.social.maxFriends, "social-max-friends", 3000, "social dataset: most friends of one user (friend counts follow a power law)")
+	fs.Float64Var(&o.social.dangling, "social-dangling", 0.001, "social dataset: chance that a friend or like ref is followed by a ref to a deleted object")
 	fs.Uint64Var(&o.tasks.seed, "dataset-seed", 1, "random number seed of the generated datasets")
 	fs.StringVar(&o.loadPath, "load", "", `NDJSON file to load into an empty store, one object per line: {"id":..,"version":..,"type":..,"refs":[{"field":..,"id":..}],"payload":base64} ("payload_text":string instead of "payload" for text)`)
 	fs.DurationVar(&o.server.Latency, "latency", 0, "artificial delay of every reply and of each stream's first message")
@@ -79,85 +89,89 @@ func parseFlags(args []string) (*options, error) {
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
 	config := fs.String("config", "", "YAML file of settings: each flag's name is a key (precedence: flags, then LOOKAHEAD_ORIGIN_* environment variables, then this file, then defaults)")
+	fs.BoolVar(&o.checkConfig, "check-config", false, "check every setting (flags, environment, --config file), print them as name=value and exit: status 0 if all are valid, 2 if not; nothing is started")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if err := flagconf.Apply(fs, *config, os.Environ(), "LOOKAHEAD_ORIGIN", "config"); err != nil {
+	if o.version {
+		return o, nil
+	}
+	if err := flagconf.Apply(fs, *config, os.Environ(), "LOOKAHEAD_ORIGIN", "config", "check-config", "version"); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q: settings are flags (-name value)", fs.Args())
 	}
-	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
-		return nil, fmt.Errorf("-log-level: %w", err)
+	if err := o.finish(*level); err != nil {
+		return nil, err
 	}
-	o.random.payloadBytes, o.random.seed = o.tasks.payloadBytes, o.tasks.seed
-	var errs []error
-	switch o.seed {
-	case "none":
-	case "tasks":
-		errs = append(errs, o.tasks.validate())
-	case "random":
-		errs = append(errs, o.random.validate())
-	default:
-		errs = append(errs, fmt.Errorf("-seed %q: want none, tasks or random", o.seed))
-	}
-	if o.listen == "" {
-		errs = append(errs, errors.New("-listen is empty: nothing to serve on"))
-	}
-	if o.dataDir == "" {
-		errs = append(errs, errors.New("-data is empty"))
-	}
-	if o.drainTimeout < 0 {
-		errs = append(errs, fmt.Errorf("-drain-timeout %v is negative", o.drainTimeout))
-	}
-	var err error
-	if o.tls, err = o.tlsFiles.Load(); err != nil {
-		errs = append(errs, fmt.Errorf("-tls-cert, -tls-key, -tls-client-ca: %w", err))
-	}
-	return o, errors.Join(errs...)
+	fs.VisitAll(func(f *flag.Flag) {
+		if f.Name != "check-config" && f.Name != "version" {
+			o.settings = append(o.settings, f.Name+"="+f.Value.String())
+		}
+	})
+	return o, nil
 }
 
 func main() {
-	o, err := parseFlags(os.Args[1:])
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// cli runs the command with args and returns its exit status: 2 for a bad
+// setting, 1 when the origin stopped on an error.
+func cli(args []string, stdout, stderr io.Writer) int {
+	if status, ok := postgresCommand(args, stdout, stderr); ok {
+		return status
+	}
+	o, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		return
+		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "origin:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "origin:", err)
+		return 2
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	if o.version {
+		fmt.Fprintln(stdout, "origin", buildinfo.Get())
+		return 0
+	}
+	if o.checkConfig {
+		fmt.Fprintln(stdout, strings.Join(o.settings, "\n"))
+		return 0
+	}
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o, log); err != nil {
 		log.Error("origin stopped", "err", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.
 func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
-	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	st, err := store.Open(filepath.Join(o.dataDir, "origin.db"), store.Config{})
+	st, err := openStore(ctx, o, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := st.Close(); cerr != nil && err == nil {
+		if cerr := st.close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	empty, err := st.Empty()
-	if err != nil {
-		return err
+	empty := false
+	if st.bolt != nil {
+		if empty, err = st.bolt.Empty(); err != nil {
+			return err
+		}
+		log.Info("store open", "path", filepath.Join(o.dataDir, "origin.db"), "revision", st.Revision(), "empty", empty)
 	}
-	log.Info("store open", "path", filepath.Join(o.dataDir, "origin.db"), "revision", st.Revision(), "empty", empty)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildinfo.Get().Register(reg)
 	svc, err := originserver.New(st, o.server, reg)
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
@@ -204,8 +218,8 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 	}
 
 	var runErr error
-	if empty || o.reseed {
-		runErr = seed(ctx, st, o, log)
+	if st.bolt != nil && (empty || o.reseed) {
+		runErr = seed(ctx, st.bolt, o, log)
 	} else if o.seed != "none" || o.loadPath != "" {
 		log.Info("store not empty: not seeding (use -reseed to seed anyway)", "seed", o.seed, "load", o.loadPath)
 	}

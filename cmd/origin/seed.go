@@ -54,7 +54,7 @@ func (t taskOptions) validate() error {
 		}
 	}
 	if total > maxSeedObjects/t.roots {
-		return fmt.Errorf("tasks dataset of %d roots, fanout %d, %d levels: more than %d objects", t.roots, t.fanout, t.levels, maxSeedObjects)
+		return fmt.Errorf("-task-roots %d, -task-fanout %d, -task-levels %d: more than %d objects", t.roots, t.fanout, t.levels, maxSeedObjects)
 	}
 	return nil
 }
@@ -86,6 +86,33 @@ func (r randomOptions) validate() error {
 	return errors.Join(errs...)
 }
 
+type socialOptions struct {
+	users, maxFriends, payloadBytes int
+	dangling                        float64
+	seed                            uint64
+}
+
+func (s socialOptions) gen() graph.Social {
+	return graph.Social{Users: s.users, MaxFriends: s.maxFriends, DanglingRate: s.dangling, PayloadBytes: s.payloadBytes, Seed: s.seed}
+}
+
+func (s socialOptions) validate() error {
+	var errs []error
+	if s.users < 1 || s.users > maxSeedObjects/20 {
+		errs = append(errs, fmt.Errorf("-social-users %d: want 1 to %d", s.users, maxSeedObjects/20))
+	}
+	if s.maxFriends < 1 {
+		errs = append(errs, fmt.Errorf("-social-max-friends %d: want at least 1", s.maxFriends))
+	}
+	if !(s.dangling >= 0 && s.dangling <= 1) {
+		errs = append(errs, fmt.Errorf("-social-dangling %v: want 0 to 1", s.dangling))
+	}
+	if s.payloadBytes < 0 {
+		errs = append(errs, fmt.Errorf("-payload-bytes %d is negative", s.payloadBytes))
+	}
+	return errors.Join(errs...)
+}
+
 // seedPart is one dataset seed loads: a generator or the -load file.
 type seedPart struct {
 	what string
@@ -105,6 +132,9 @@ func seed(ctx context.Context, st *store.Store, o *options, log *slog.Logger) er
 	case "random":
 		g := o.random.gen()
 		parts = append(parts, seedPart{"random", newProgress(log, "random", "objects", int64(g.N)), g.Generate})
+	case "social":
+		g := o.social.gen()
+		parts = append(parts, seedPart{"social", newProgress(log, "social", "objects", int64(g.Approx())), g.Generate})
 	}
 	if o.loadPath != "" {
 		f, err := os.Open(o.loadPath)

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -28,6 +29,7 @@ import (
 	"google.golang.org/grpc/reflection"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/coherence"
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
@@ -39,6 +41,7 @@ import (
 
 type options struct {
 	listen, unixSocket, metricsListen, originAddr, addrFile string
+	unixSocketMode                                          os.FileMode
 	cache                                                   cache.Config
 	engine                                                  prefetch.Config
 	planner                                                 prefetch.Static
@@ -49,7 +52,7 @@ type options struct {
 	coherence                                               coherence.Config
 	logLevel                                                slog.Level
 	transport                                               transportOptions // origin retries, breaker, limits; TLS
-	checkConfig                                             bool
+	checkConfig, version                                    bool
 	pprof                                                   bool     // serve /debug/pprof/ beside /metrics
 	settings                                                []string // every setting as name=value, for --check-config
 }
@@ -58,7 +61,9 @@ func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7070", "gRPC listen address (TCP); empty disables TCP")
-	fs.StringVar(&o.unixSocket, "unix-socket", "", "also listen on this unix socket path")
+	fs.StringVar(&o.unixSocket, "unix-socket", "", "also listen on this unix socket path; an existing socket is replaced only when nothing listens on it, anything else there stops the start")
+	o.unixSocketMode = 0o660
+	fs.Var((*fileMode)(&o.unixSocketMode), "unix-socket-mode", "permission bits of --unix-socket, in octal: who may connect (write permission is needed to connect)")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:7072", "HTTP address for /metrics; empty disables")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines: for diagnosing memory or CPU in production)")
 	fs.StringVar(&o.originAddr, "origin", "127.0.0.1:7071", "origin gRPC address (host:port or a grpc target such as unix:///path)")
@@ -90,37 +95,24 @@ func parseFlags(args []string) (*options, error) {
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.BoolVar(&o.checkConfig, "check-config", false, "check every setting (flags, environment, --config file), print them as name=value and exit: status 0 if all are valid, 2 if not; nothing is started")
 	config := fs.String("config", "", "YAML file of settings: each flag's name is a key (precedence: flags, then LOOKAHEAD_SIDECAR_* environment variables, then this file, then defaults)")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
-	if err := flagconf.Apply(fs, *config, os.Environ(), "LOOKAHEAD_SIDECAR", "config", "check-config"); err != nil {
+	if o.version {
+		return o, nil
+	}
+	if err := flagconf.Apply(fs, *config, os.Environ(), "LOOKAHEAD_SIDECAR", "config", "check-config", "version"); err != nil {
 		return nil, err
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q: settings are flags (-name value)", fs.Args())
 	}
-	if err := o.transport.finish(); err != nil {
-		return nil, err
-	}
-	o.engine.Mode = prefetch.Mode(*mode)
-	o.cache.StaleFor = max(o.engine.StaleWhileRevalidate, o.engine.StaleIfError)
-	if o.coherence.Grace <= 0 {
-		return nil, fmt.Errorf("-watch-grace %v: must be positive", o.coherence.Grace)
-	}
-	if o.fields != "" {
-		o.planner.Fields = strings.Split(o.fields, ",")
-	}
-	if err := o.logLevel.UnmarshalText([]byte(*level)); err != nil {
-		return nil, fmt.Errorf("-log-level: %w", err)
-	}
-	if o.listen == "" && o.unixSocket == "" {
-		return nil, errors.New("-listen and -unix-socket are both empty: nothing to serve on")
-	}
-	if err := o.planner.Validate(); err != nil {
+	if err := o.finish(rawOptions{mode: *mode, level: *level}); err != nil {
 		return nil, err
 	}
 	fs.VisitAll(func(f *flag.Flag) {
-		if f.Name != "check-config" {
+		if f.Name != "check-config" && f.Name != "version" {
 			o.settings = append(o.settings, f.Name+"="+f.Value.String())
 		}
 	})
@@ -128,31 +120,43 @@ func parseFlags(args []string) (*options, error) {
 }
 
 func main() {
-	o, err := parseFlags(os.Args[1:])
+	os.Exit(cli(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// cli runs the command with args and returns its exit status: 2 for a bad
+// setting, 1 when the sidecar stopped on an error.
+func cli(args []string, stdout, stderr io.Writer) int {
+	o, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
-		return
+		return 0
 	}
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "sidecar:", err)
-		os.Exit(2)
+		fmt.Fprintln(stderr, "sidecar:", err)
+		return 2
+	}
+	if o.version {
+		fmt.Fprintln(stdout, "sidecar", buildinfo.Get())
+		return 0
 	}
 	if o.checkConfig {
-		fmt.Println(strings.Join(o.settings, "\n"))
-		return
+		fmt.Fprintln(stdout, strings.Join(o.settings, "\n"))
+		return 0
 	}
-	log := slog.New(slog.NewJSONHandler(os.Stderr, &slog.HandlerOptions{Level: o.logLevel}))
+	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := run(ctx, o, log); err != nil {
 		log.Error("sidecar stopped", "err", err)
-		os.Exit(1)
+		return 1
 	}
+	return 0
 }
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.
 func run(ctx context.Context, o *options, log *slog.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	buildinfo.Get().Register(reg)
 	m := metrics.New(reg)
 
 	c, err := cache.New(o.cache, m)
@@ -191,9 +195,12 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
 	defer e.Close()
+	// A new dataset on the origin's address flushes through the engine.
+	ident := coherence.NewIdentity(coherence.ResetFunc(func(string) { e.Clear() }),
+		m.OriginDatasetChanges.WithLabelValues("default"), log)
 	var watcher *coherence.Watcher
 	if o.watch {
-		watcher = coherence.New(o.coherence, coherence.FromClient(oc), e, m, log)
+		watcher = coherence.New(o.coherence, coherence.FromClient(oc), e, ident, m, log)
 		watching.Store(watcher)
 	}
 
@@ -201,7 +208,10 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
-	gs := grpc.NewServer(append(server.Interceptors(m), o.transport.serverOptions()...)...)
+	// The request codec comes after the counting interceptors, so that a
+	// request that does not decode is counted with its INVALID_ARGUMENT.
+	sopts := append(server.Interceptors(m), server.NewRequestCodec().ServerOptions()...)
+	gs := grpc.NewServer(append(sopts, o.transport.serverOptions()...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -213,6 +223,11 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	reflection.Register(gs)
 
 	var lis []net.Listener
+	defer func() { // on an early return; closing again after the server did is harmless
+		for _, l := range lis {
+			_ = l.Close()
+		}
+	}()
 	if o.listen != "" {
 		l, err := net.Listen("tcp", o.listen)
 		if err != nil {
@@ -221,10 +236,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		lis = append(lis, l)
 	}
 	if o.unixSocket != "" {
-		_ = os.Remove(o.unixSocket) // a stale socket from a crash
-		l, err := net.Listen("unix", o.unixSocket)
+		l, err := listenUnix(o.unixSocket, o.unixSocketMode)
 		if err != nil {
-			return fmt.Errorf("listen %s: %w", o.unixSocket, err)
+			return err
 		}
 		lis = append(lis, l)
 	}
@@ -268,7 +282,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		server.WatchOrigin(wctx, hs, oc.Check, o.healthInterval, log)
+		server.WatchOrigin(wctx, hs, coherence.NewProber(oc, ident, log).Probe, o.healthInterval, log)
 	}()
 
 	serveErr := make(chan error, len(lis))
@@ -305,9 +319,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		defer cancel()
 		_ = hsrv.Shutdown(sctx)
 	}
-	if o.unixSocket != "" {
-		_ = os.Remove(o.unixSocket)
-	}
+	// The unix listener removed its socket when the server closed it.
 	return runErr
 }
 

@@ -24,6 +24,8 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 )
 
 // multiFlag collects a repeatable string flag.
@@ -49,8 +51,12 @@ func parseFlags(args []string) (Config, int, bool, error) {
 	fs.Var((*multiFlag)(&cfg.OriginArgs), "origin-arg", "extra origin flag, repeatable")
 	growth := fs.Int("max-goroutine-growth", 50, "fail when the sidecar ends with more goroutines than it started with plus this")
 	verbose := fs.Bool("v", false, "copy the processes' logs to stderr")
+	version := fs.Bool("version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return cfg, 0, false, err
+	}
+	if *version {
+		return cfg, 0, false, errVersion
 	}
 	if fs.NArg() > 0 {
 		return cfg, 0, false, fmt.Errorf("unexpected arguments: %q", fs.Args())
@@ -58,9 +64,16 @@ func parseFlags(args []string) (Config, int, bool, error) {
 	return cfg, *growth, *verbose, nil
 }
 
+// errVersion is parseFlags' answer to --version: print it and stop.
+var errVersion = errors.New("--version")
+
 func main() {
 	cfg, growth, verbose, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
+		return
+	}
+	if errors.Is(err, errVersion) {
+		fmt.Println("soak", buildinfo.Get())
 		return
 	}
 	if err != nil {

@@ -18,8 +18,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/lookahead-dev/lookahead"
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
-	"github.com/lookahead-dev/lookahead/client"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/scrape"
@@ -177,9 +177,9 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 
-	conns := make([]*client.Client, cfg.Conns)
+	conns := make([]*lookahead.Client, cfg.Conns)
 	for i := range conns {
-		c, err := client.Dial(sidecar.GRPC)
+		c, err := lookahead.Dial(sidecar.GRPC)
 		if err != nil {
 			return nil, err
 		}
@@ -251,7 +251,7 @@ type clientResult struct {
 
 type worker struct {
 	cfg Config
-	c   *client.Client
+	c   *lookahead.Client
 	rng *rand.Rand
 	id  int
 }
@@ -302,8 +302,8 @@ func (w *worker) do(ctx context.Context, op string, n int) error {
 		}
 		return err
 	case OpGraph:
-		_, err := w.c.GetGraph(ctx, client.Graph{Roots: []string{id}, Depth: client.Uint32(uint32(w.cfg.GraphDepth))},
-			func(*lookaheadv1.Result) error { return nil })
+		_, err := w.c.GetGraph(ctx, lookahead.Graph{Roots: []string{id}, Depth: lookahead.Uint32(uint32(w.cfg.GraphDepth))},
+			func(lookahead.Result) error { return nil })
 		return err
 	}
 	// An application's update: read, change the payload, keep the refs.

@@ -79,6 +79,10 @@ func (c Config) validate() error {
 	return errors.Join(errs...)
 }
 
+// Validate reports every broken rule of c, as New would: for commands that
+// check settings before starting.
+func (c Config) Validate() error { return c.validate() }
+
 // withDefaults returns c with every zero value replaced by its default.
 func (c Config) withDefaults() Config {
 	if c.MainBytes == 0 {

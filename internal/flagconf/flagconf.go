@@ -12,9 +12,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"sort"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -54,7 +56,7 @@ func Apply(fs *flag.FlagSet, path string, environ []string, prefix string, skip 
 		case set[f.Name]:
 		default:
 			if err := fs.Set(f.Name, val); err != nil {
-				errs = append(errs, fmt.Errorf("environment %s=%q: %w", name, val, err))
+				errs = append(errs, fmt.Errorf("environment %s=%q: %w%s", name, val, err, want(f)))
 			}
 			fromEnv[f.Name] = true
 		}
@@ -78,11 +80,45 @@ func Apply(fs *flag.FlagSet, path string, environ []string, prefix string, skip 
 				continue
 			}
 			if err := fs.Set(k, vals[k]); err != nil {
-				errs = append(errs, fmt.Errorf("config %s: %s: %q: %w", path, k, vals[k], err))
+				errs = append(errs, fmt.Errorf("config %s: %s: %q: %w%s", path, k, vals[k], err, want(fs.Lookup(k))))
 			}
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// ListenAddr refuses a TCP listen address that net.Listen could not take,
+// naming the flag; empty is allowed (it disables the listener).
+func ListenAddr(flag, addr string) error {
+	if addr == "" {
+		return nil
+	}
+	if _, port, err := net.SplitHostPort(addr); err != nil || port == "" {
+		return fmt.Errorf("-%s %q: want host:port (port 0 picks a free one)", flag, addr)
+	}
+	return nil
+}
+
+// want says what a flag of a standard type accepts, for the message of a
+// value it refused ("parse error" alone names no range).
+func want(f *flag.Flag) string {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return ""
+	}
+	switch g.Get().(type) {
+	case bool:
+		return ": want true or false"
+	case time.Duration:
+		return ": want a duration such as 250ms, 5s or 1m"
+	case int, int64:
+		return ": want a whole number"
+	case uint, uint64:
+		return ": want a whole number, not negative"
+	case float64:
+		return ": want a number"
+	}
+	return ""
 }
 
 // readFile reads a flat YAML mapping of setting names to scalars or lists of

@@ -123,6 +123,9 @@ func TestGeneratorsAreDeterministic(t *testing.T) {
 		{name: "RandomGraph", gen: func(seed uint64) func(graph.EmitFunc) error {
 			return graph.RandomGraph{N: 100, RefsPerNode: 3, DanglingRate: 0.1, PayloadBytes: 32, Seed: seed}.Generate
 		}},
+		{name: "Social", gen: func(seed uint64) func(graph.EmitFunc) error {
+			return graph.Social{Users: 300, DanglingRate: 0.05, PayloadBytes: 32, Seed: seed}.Generate
+		}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -138,6 +141,7 @@ func TestGeneratorsStopOnEmitError(t *testing.T) {
 	gens := map[string]func(graph.EmitFunc) error{
 		"TaskTrees":   graph.TaskTrees{Roots: 2, Fanout: 3, Levels: 3}.Generate,
 		"RandomGraph": graph.RandomGraph{N: 50, RefsPerNode: 2}.Generate,
+		"Social":      graph.Social{Users: 50}.Generate,
 	}
 	for name, gen := range gens {
 		t.Run(name, func(t *testing.T) {

@@ -12,12 +12,13 @@ const (
 	MalformedOversized   = "oversized"   // an object larger than the configured maximum
 	MalformedConflict    = "conflict"    // an id sent both as an object and as missing
 	MalformedUnanswered  = "unanswered"  // an asked-for id neither sent nor listed missing
+	MalformedRevision    = "revision"    // a Watch change whose revision is below one already applied
 )
 
 // MalformedProblems lists every problem label value.
 var MalformedProblems = []string{
 	MalformedDuplicate, MalformedUnrequested, MalformedInvalidID, MalformedInvalidRef,
-	MalformedOversized, MalformedConflict, MalformedUnanswered,
+	MalformedOversized, MalformedConflict, MalformedUnanswered, MalformedRevision,
 }
 
 // newResilience creates and registers the origin client's retry, breaker

@@ -3,6 +3,8 @@ package origin
 import (
 	"errors"
 	"fmt"
+	"strconv"
+	"strings"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -90,14 +92,20 @@ func (c *Client) checkBatch(ids []string, resp *lookaheadv1.OriginServiceBatchGe
 			missing = append(missing, id)
 		}
 	}
+	var left []string
 	for _, id := range ids {
 		if asked[id] == unanswered {
 			c.malformed(metrics.MalformedUnanswered)
 			asked[id] = gotMissing // an id asked for twice is counted once
+			left = append(left, id)
 		}
 	}
 	if len(rejected) > 0 {
 		return nil, nil, fmt.Errorf("%w: %w", ErrMalformedReply, errors.Join(rejected...))
+	}
+	if n := len(left); n > 0 {
+		return nil, nil, fmt.Errorf("%w: %d asked %s neither sent nor listed missing: %s",
+			ErrIncompleteReply, n, plural(n, "id", "ids"), quoteList(left, 5))
 	}
 	return found, missing, nil
 }
@@ -169,4 +177,27 @@ func (x *expandCheck) next(resp *lookaheadv1.ExpandResponse) (objs []*graph.Obje
 		}
 	}
 	return objs, missing, nil
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
+
+// quoteList quotes the first max ids and says how many more there are.
+func quoteList(ids []string, max int) string {
+	var b strings.Builder
+	for i, id := range ids {
+		if i == max {
+			fmt.Fprintf(&b, " and %d more", len(ids)-max)
+			break
+		}
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(id))
+	}
+	return b.String()
 }

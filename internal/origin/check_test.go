@@ -60,6 +60,7 @@ func TestBatchGetMalformedReplies(t *testing.T) {
 		wantPayload map[string]string // id → payload, where it matters
 		wantMissing []string
 		wantErr     string
+		wantIs      error // the sentinel wantErr matches; nil = origin.ErrMalformedReply
 		wantCounts  map[string]float64
 	}{
 		{name: "well formed", objects: []*lookaheadv1.Object{obj("a", "A")}, missing: []string{"b"},
@@ -106,9 +107,10 @@ func TestBatchGetMalformedReplies(t *testing.T) {
 			objects: []*lookaheadv1.Object{obj("a", "A")}, missing: []string{"b", "b"},
 			wantFound: []string{"a"}, wantMissing: []string{"b"},
 			wantCounts: map[string]float64{metrics.MalformedDuplicate: 1}},
-		{name: "an id left unanswered is neither found nor missing",
+		{name: "an id left unanswered fails the call: its absence was never said",
 			objects:    []*lookaheadv1.Object{obj("a", "A")},
-			wantFound:  []string{"a"},
+			wantIs:     origin.ErrIncompleteReply,
+			wantErr:    `origin reply incomplete: 1 asked id neither sent nor listed missing: "b"`,
 			wantCounts: map[string]float64{metrics.MalformedUnanswered: 1}},
 	}
 	for _, tt := range tests {
@@ -119,7 +121,10 @@ func TestBatchGetMalformedReplies(t *testing.T) {
 			found, missing, err := r.client.BatchGet(context.Background(), []string{"a", "b"})
 			assert.Equal(t, tt.wantCounts, malformed(r.m))
 			if tt.wantErr != "" {
-				require.ErrorIs(t, err, origin.ErrMalformedReply)
+				if tt.wantIs == nil {
+					tt.wantIs = origin.ErrMalformedReply
+				}
+				require.ErrorIs(t, err, tt.wantIs)
 				assert.ErrorContains(t, err, tt.wantErr)
 				assert.Nil(t, found, "nothing of a malformed reply is returned")
 				return
@@ -243,7 +248,7 @@ func TestMalformedRepliesNeverReachTheCache(t *testing.T) {
 		{id: "dup", wantPayload: "first"},
 		{id: "extra", wantPayload: "E"},
 		{id: "big", wantErr: origin.ErrMalformedReply},
-		{id: "silent"},
+		{id: "silent", wantErr: origin.ErrIncompleteReply},
 		{id: "self", wantPayload: "S"},
 		{id: "badref", wantErr: origin.ErrMalformedReply},
 		{id: "emptyid"},

@@ -31,6 +31,11 @@ var (
 	// cannot be cached (too large, or with an invalid ref). Nothing of that
 	// reply is returned.
 	ErrMalformedReply = errors.New("origin reply malformed")
+	// ErrIncompleteReply: the origin left an asked-for id out of its
+	// BatchGet reply, neither sending it nor listing it missing. Its
+	// absence was never said, so the caller must neither cache nor
+	// remember it: the call fails, and nothing of the reply is returned.
+	ErrIncompleteReply = errors.New("origin reply incomplete")
 	// ErrObjectTooLarge: a write was refused before any round trip because
 	// the object is larger than Config.MaxObjectBytes; stored, it could
 	// never be read back through this client.
@@ -177,8 +182,7 @@ func retryable(err error) bool {
 // asked-for id that comes back as an object that cannot be cached (larger
 // than Config.MaxObjectBytes, or with an invalid ref) fails the call with
 // ErrMalformedReply; an asked-for id that comes back neither as an object
-// nor as missing is left out of both, so that the caller neither caches nor
-// remembers its absence.
+// nor as missing fails it with ErrIncompleteReply.
 func (c *Client) BatchGet(ctx context.Context, ids []string) (found []*graph.Object, missing []string, err error) {
 	var resp *lookaheadv1.OriginServiceBatchGetResponse
 	err = c.retrying(ctx, "BatchGet", func(ctx context.Context) error {
@@ -285,20 +289,6 @@ func (c *Client) Delete(ctx context.Context, id string, expected *uint64) error 
 	})
 	if err != nil {
 		return fmt.Errorf("origin delete: %w", err)
-	}
-	return nil
-}
-
-// Check asks the origin's standard health service whether it is serving. It
-// bypasses the breaker and is not counted as a round trip: it reports the
-// origin's health, whatever the breaker thinks of it.
-func (c *Client) Check(ctx context.Context) error {
-	resp, err := c.health.Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		return fmt.Errorf("origin health: %w", err)
-	}
-	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("origin health: %s", resp.GetStatus())
 	}
 	return nil
 }

@@ -152,7 +152,7 @@ func TestInFlightFollowsRoundTrips(t *testing.T) {
 	r := newRig(t, &fakeOrigin{batchGet: func(int, *lookaheadv1.OriginServiceBatchGetRequest) (*lookaheadv1.OriginServiceBatchGetResponse, error) {
 		close(started)
 		<-release
-		return &lookaheadv1.OriginServiceBatchGetResponse{}, nil
+		return &lookaheadv1.OriginServiceBatchGetResponse{MissingIds: []string{"a"}}, nil
 	}}, origin.Config{})
 	inFlight := r.m.OriginInFlight.WithLabelValues("BatchGet")
 	done := make(chan error)

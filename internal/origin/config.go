@@ -76,6 +76,13 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// Validate reports every broken rule of c, its zero values read as the
+// defaults, as New would: for commands that check settings before starting.
+func (c Config) Validate() error {
+	c.setDefaults()
+	return c.validate()
+}
+
 // validate reports every broken rule, after setDefaults.
 func (c Config) validate() error {
 	var errs []error

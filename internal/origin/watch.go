@@ -27,12 +27,17 @@ type Change struct {
 
 // WatchStream is an established change stream.
 type WatchStream struct {
-	start  uint64
-	stream grpc.ServerStreamingClient[lookaheadv1.WatchResponse]
+	start   uint64
+	dataset string
+	stream  grpc.ServerStreamingClient[lookaheadv1.WatchResponse]
 }
 
 // Start is the revision the origin announced when the stream opened.
 func (w *WatchStream) Start() uint64 { return w.start }
+
+// DatasetID is the dataset the origin announced with Start; empty when it
+// announced none.
+func (w *WatchStream) DatasetID() string { return w.dataset }
 
 // Recv returns the next batch of changes, in revision order.
 func (w *WatchStream) Recv() ([]Change, error) {
@@ -80,5 +85,9 @@ func (c *Client) Watch(ctx context.Context, from *uint64) (*WatchStream, error) 
 	if err != nil {
 		return nil, fmt.Errorf("origin watch: %s header %q: %w", RevisionHeader, vals[0], err)
 	}
-	return &WatchStream{start: rev, stream: stream}, nil
+	var dataset string
+	if ds := md[DatasetHeader]; len(ds) > 0 {
+		dataset = ds[0]
+	}
+	return &WatchStream{start: rev, dataset: dataset, stream: stream}, nil
 }

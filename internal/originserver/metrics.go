@@ -7,8 +7,6 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"google.golang.org/grpc/status"
-
-	"github.com/lookahead-dev/lookahead/internal/store"
 )
 
 // serverMetrics are the origin's own collectors. Labels are rpc names and
@@ -23,7 +21,7 @@ type serverMetrics struct {
 	storeRevision prometheus.GaugeFunc
 }
 
-func newServerMetrics(reg prometheus.Registerer, st *store.Store) (*serverMetrics, error) {
+func newServerMetrics(reg prometheus.Registerer, st Store) (*serverMetrics, error) {
 	const ns, sub = "lookahead", "origin"
 	m := &serverMetrics{
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{

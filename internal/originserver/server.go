@@ -12,6 +12,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/store"
 )
 
@@ -54,6 +55,10 @@ func (c Config) withDefaults() Config {
 	return c
 }
 
+// Validate reports every broken rule of c, as New would: for commands that
+// check settings before starting.
+func (c Config) Validate() error { return c.validate() }
+
 func (c Config) validate() error {
 	var errs []error
 	for _, f := range []struct {
@@ -73,13 +78,33 @@ func (c Config) validate() error {
 	return errors.Join(errs...)
 }
 
+// Store is what the server needs from a store: store.Store (bbolt) and
+// postgres.Store both have it.
+type Store interface {
+	// Get returns the objects among ids in request order, and the ids it
+	// does not have; an id asked for twice is answered once.
+	Get(ids []string) (found []*graph.Object, missing []string, err error)
+	Put(o *graph.Object, expected *uint64) (version, revision uint64, err error)
+	Delete(id string, expected *uint64) (revision uint64, err error)
+	// Revision is the last committed change's revision.
+	Revision() uint64
+	// Changed is closed when the revision next advances or the store closes.
+	Changed() <-chan struct{}
+	// Changes lists up to limit changes after from, in revision order.
+	Changes(from uint64, limit int) ([]store.Change, error)
+	// Identity names the dataset (Describe's dataset_id, and the Watch
+	// header's): stable across restarts, different for any other dataset;
+	// empty = none.
+	Identity() string
+}
+
 // Server implements lookaheadv1.OriginServiceServer over a store. It starts
 // no goroutines; Watch streams run on the gRPC server's and end when their
 // caller goes away or Shutdown is called.
 type Server struct {
 	lookaheadv1.UnimplementedOriginServiceServer
 
-	st  *store.Store
+	st  Store
 	cfg Config
 	m   *serverMetrics
 
@@ -93,7 +118,7 @@ type Server struct {
 
 // New serves st with cfg's limits and registers the server's metrics
 // (lookahead_origin_*) on reg; a nil reg registers them nowhere.
-func New(st *store.Store, cfg Config, reg prometheus.Registerer) (*Server, error) {
+func New(st Store, cfg Config, reg prometheus.Registerer) (*Server, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}

@@ -19,7 +19,7 @@ func TestNew(t *testing.T) {
 
 	tests := []struct {
 		name     string
-		st       *store.Store
+		st       Store
 		cfg      Config
 		wantErrs []string
 	}{

@@ -69,6 +69,14 @@ func toStatus(err error) error {
 		return status.Error(codes.InvalidArgument, err.Error())
 	case errors.Is(err, store.ErrClosed):
 		return status.Error(codes.Unavailable, "origin store closed")
+	case errors.Is(err, store.ErrUnavailable):
+		return status.Error(codes.Unavailable, err.Error())
+	case errors.Is(err, store.ErrCompacted):
+		return status.Error(codes.OutOfRange, err.Error())
+	case errors.Is(err, store.ErrReadOnly):
+		return status.Error(codes.Unimplemented, err.Error())
+	case errors.Is(err, store.ErrInvalid):
+		return status.Error(codes.InvalidArgument, err.Error())
 	}
 	if _, ok := status.FromError(err); ok {
 		return err

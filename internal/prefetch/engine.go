@@ -71,6 +71,13 @@ func (c *Config) setDefaults() {
 	}
 }
 
+// Validate reports every broken rule of c, its zero values read as the
+// defaults, as New would: for commands that check settings before starting.
+func (c Config) Validate() error {
+	c.setDefaults()
+	return c.validate()
+}
+
 func (c Config) validate() error {
 	var errs []error
 	if c.Mode != ModeStatic && c.Mode != ModeAdaptive && c.Mode != ModeOff {

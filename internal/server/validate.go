@@ -76,12 +76,19 @@ func (s *Server) hint(h *lookaheadv1.PrefetchHint) (prefetch.Hint, error) {
 }
 
 // toStatus turns an engine or origin error into the sidecar's status: the
-// caller's own deadline and cancellation first, then what the origin said.
+// origin client's own verdicts first (an open circuit is UNAVAILABLE
+// whatever failure opened it; an incomplete reply is the origin's fault,
+// never a NOT_FOUND; a malformed one INTERNAL), then the caller's own
+// deadline and cancellation, then what the origin said.
 func toStatus(err error) error {
 	msg := plain(err)
 	switch {
 	case errors.Is(err, origin.ErrObjectTooLarge):
 		return status.Error(codes.InvalidArgument, msg)
+	case errors.Is(err, origin.ErrCircuitOpen), errors.Is(err, origin.ErrIncompleteReply):
+		return status.Error(codes.Unavailable, "origin unavailable: "+msg)
+	case errors.Is(err, origin.ErrMalformedReply):
+		return status.Error(codes.Internal, msg)
 	case errors.Is(err, context.DeadlineExceeded):
 		return status.Error(codes.DeadlineExceeded, "deadline exceeded: "+msg)
 	case errors.Is(err, context.Canceled):

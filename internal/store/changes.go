@@ -32,9 +32,7 @@ func (s *Store) Revision() uint64 { return s.rev.Load() }
 //		select { case <-ch: case <-ctx.Done(): return ctx.Err() }
 //	}
 func (s *Store) Changed() <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.changed
+	return s.rev.Changed()
 }
 
 // Changes returns up to limit changes with a revision greater than from, in

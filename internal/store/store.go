@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -79,15 +78,13 @@ func (c Config) validate() error {
 type Store struct {
 	db  *bolt.DB
 	cfg Config
-	rev atomic.Uint64 // last committed revision
+	rev *Revisions // last committed revision
 
 	// loadMu is held by Load and shared by every other write, so that the
 	// live data cannot change between staging a load and switching it in.
 	loadMu sync.RWMutex
 
-	mu      sync.Mutex    // protects changed and closed
-	changed chan struct{} // closed and replaced whenever the revision advances
-	closed  bool
+	datasetID string // see Identity; set by Open
 }
 
 // Open opens or creates the store file at path.
@@ -103,14 +100,19 @@ func Open(path string, cfg Config) (*Store, error) {
 		}
 		return nil, fmt.Errorf("opening store %s: %w", path, err)
 	}
-	s := &Store{db: db, cfg: cfg, changed: make(chan struct{})}
+	s := &Store{db: db, cfg: cfg, rev: NewRevisions(0)}
 	err = db.Update(func(tx *bolt.Tx) error {
 		for _, name := range [][]byte{bucketObjects, bucketChanges, bucketTombstones} {
 			if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 				return fmt.Errorf("bucket %s: %w", name, err)
 			}
 		}
-		s.rev.Store(tx.Bucket(bucketChanges).Sequence())
+		s.rev.Advance(tx.Bucket(bucketChanges).Sequence())
+		var err error
+		s.datasetID, err = loadDatasetID(tx)
+		if err != nil {
+			return err
+		}
 		return dropStaging(tx)
 	})
 	if err != nil {
@@ -124,14 +126,9 @@ func Open(path string, cfg Config) (*Store, error) {
 // transactions and is idempotent; later calls of other methods return
 // ErrClosed.
 func (s *Store) Close() error {
-	s.mu.Lock()
-	if s.closed {
-		s.mu.Unlock()
+	if !s.rev.Close() {
 		return nil
 	}
-	s.closed = true
-	close(s.changed)
-	s.mu.Unlock()
 	if err := s.db.Close(); err != nil {
 		return fmt.Errorf("closing store: %w", err)
 	}
@@ -199,24 +196,9 @@ func (s *Store) commit(fn func(*bolt.Tx) error) error {
 			return err
 		}
 		rev := tx.Bucket(bucketChanges).Sequence()
-		tx.OnCommit(func() { s.advance(rev) })
+		tx.OnCommit(func() { s.rev.Advance(rev) })
 		return nil
 	}))
-}
-
-// advance publishes rev as committed. Writers' commit handlers may run out of
-// order, so the revision only moves forward.
-func (s *Store) advance(rev uint64) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if rev <= s.rev.Load() {
-		return
-	}
-	s.rev.Store(rev)
-	if !s.closed {
-		close(s.changed)
-		s.changed = make(chan struct{})
-	}
 }
 
 func closedErr(err error) error {

@@ -27,7 +27,7 @@ func (s *Store) Put(o *graph.Object, expected *uint64) (version, revision uint64
 			return err
 		}
 		if expected != nil && *expected != v.live {
-			return mismatch(v.live, *expected)
+			return Mismatch(v.live, *expected)
 		}
 		stored := *o
 		stored.Version = v.last + 1
@@ -61,7 +61,7 @@ func (s *Store) Delete(id string, expected *uint64) (revision uint64, err error)
 			return ErrNotFound
 		}
 		if expected != nil && *expected != v.live {
-			return mismatch(v.live, *expected)
+			return Mismatch(v.live, *expected)
 		}
 		gone := v.live + 1
 		if err := tx.Bucket(bucketObjects).Delete([]byte(id)); err != nil {
@@ -79,7 +79,9 @@ func (s *Store) Delete(id string, expected *uint64) (revision uint64, err error)
 	return revision, nil
 }
 
-func mismatch(current, expected uint64) error {
+// Mismatch is the error of a write that expected version expected of an
+// object at version current (0 = absent); it wraps ErrVersionMismatch.
+func Mismatch(current, expected uint64) error {
 	if current == 0 {
 		return fmt.Errorf("%w: object does not exist, expected version %d", ErrVersionMismatch, expected)
 	}

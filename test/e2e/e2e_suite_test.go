@@ -12,7 +12,7 @@ import (
 	. "github.com/onsi/ginkgo/v2"
 	. "github.com/onsi/gomega"
 
-	"github.com/lookahead-dev/lookahead/client"
+	"github.com/lookahead-dev/lookahead"
 	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/scrape"
 )
@@ -46,7 +46,7 @@ func startOrigin(args ...string) *launch.Process {
 // sidecar is a running sidecar with a client connected to it.
 type sidecar struct {
 	*launch.Process
-	c *client.Client
+	c *lookahead.Client
 }
 
 func startSidecar(originAddr string, args ...string) *sidecar {
@@ -59,7 +59,7 @@ func startSidecar(originAddr string, args ...string) *sidecar {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { _ = p.Stop(10 * time.Second) })
 	Expect(p.WaitServing(ctx)).To(Succeed())
-	c, err := client.Dial(p.GRPC)
+	c, err := lookahead.Dial(p.GRPC)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(c.Close)
 	return &sidecar{Process: p, c: c}

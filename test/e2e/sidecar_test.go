@@ -15,8 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
 
-	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
-	"github.com/lookahead-dev/lookahead/client"
+	"github.com/lookahead-dev/lookahead"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
@@ -51,8 +50,8 @@ var _ = Describe("the sidecar in front of a real origin", func() {
 	It("streams a GetGraph in breadth-first order", func() {
 		s := startSidecar(origin)
 		var ids []string
-		missing, err := s.c.GetGraph(context.Background(), client.Graph{Roots: []string{"task-2", "absent"}, Depth: client.Uint32(4)},
-			func(r *lookaheadv1.Result) error { ids = append(ids, r.GetObject().GetId()); return nil })
+		missing, err := s.c.GetGraph(context.Background(), lookahead.Graph{Roots: []string{"task-2", "absent"}, Depth: lookahead.Uint32(4)},
+			func(r lookahead.Result) error { ids = append(ids, r.Object.GetId()); return nil })
 		Expect(err).NotTo(HaveOccurred())
 		Expect(ids).To(Equal(treeIDs(2)))
 		Expect(missing).To(Equal([]string{"absent"}))
@@ -70,11 +69,11 @@ var _ = Describe("the sidecar in front of a real origin", func() {
 		_, _, err = s.c.BatchGet(ctx, make([]string, 1001), nil)
 		Expect(code(err)).To(Equal(codes.InvalidArgument))
 		Expect(err.Error()).To(ContainSubstring("1001 ids exceed the limit of 1000"))
-		_, _, err = s.c.Get(ctx, "task-0", &client.Prefetch{Depth: client.Uint32(17)})
+		_, _, err = s.c.Get(ctx, "task-0", &lookahead.Prefetch{Depth: lookahead.Uint32(17)})
 		Expect(code(err)).To(Equal(codes.InvalidArgument))
 		Expect(err.Error()).To(ContainSubstring("depth 17 exceeds the limit of 16"))
-		_, err = s.c.GetGraph(ctx, client.Graph{Roots: []string{"task-0"}, MaxObjects: client.Uint32(100001)},
-			func(*lookaheadv1.Result) error { return nil })
+		_, err = s.c.GetGraph(ctx, lookahead.Graph{Roots: []string{"task-0"}, MaxObjects: lookahead.Uint32(100001)},
+			func(lookahead.Result) error { return nil })
 		Expect(code(err)).To(Equal(codes.InvalidArgument))
 		Expect(err.Error()).To(ContainSubstring("max_objects 100001 exceeds the limit of 100000"))
 		_, _, err = s.c.Get(ctx, "no-such-task", nil)

@@ -27,8 +27,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/lookahead-dev/lookahead"
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
-	"github.com/lookahead-dev/lookahead/client"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/scrape"
@@ -126,7 +126,7 @@ func (l *link) up()   { Expect(l.Start()).To(Succeed()) }
 // sidecar is a running sidecar with a client.
 type sidecar struct {
 	*launch.Process
-	c *client.Client
+	c *lookahead.Client
 }
 
 // Defaults of the suite's sidecars: a quick health check; change-stream
@@ -145,7 +145,7 @@ func startSidecar(originAddr string, args ...string) *sidecar {
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(func() { Expect(p.Stop(10*time.Second)).To(Succeed(), "the sidecar stops cleanly after the fault") })
 	Expect(p.WaitServing(ctx)).To(Succeed())
-	c, err := client.Dial(p.GRPC)
+	c, err := lookahead.Dial(p.GRPC)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(c.Close)
 	return &sidecar{Process: p, c: c}
@@ -183,11 +183,11 @@ func (s *sidecar) graphOf(timeout time.Duration, root string, each func(*lookahe
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
 	ids := []string{}
-	_, err := s.c.GetGraph(ctx, client.Graph{Roots: []string{root}, Depth: client.Uint32(4)}, func(r *lookaheadv1.Result) error {
-		expectExact(r.GetObject())
-		ids = append(ids, r.GetObject().GetId())
+	_, err := s.c.GetGraph(ctx, lookahead.Graph{Roots: []string{root}, Depth: lookahead.Uint32(4)}, func(r lookahead.Result) error {
+		expectExact(r.Object)
+		ids = append(ids, r.Object.GetId())
 		if each != nil {
-			each(r.GetObject())
+			each(r.Object)
 		}
 		return nil
 	})

@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/lookahead-dev/lookahead/client"
+	"github.com/lookahead-dev/lookahead"
 	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig/tlsconfigtest"
@@ -61,10 +61,10 @@ var _ = Describe("TLS end to end", func() {
 		return start(filepath.Join(bin, "sidecar"), append(append(append([]string{}, sidecarDefaults...), "--origin", origin,
 			"--tls-cert", sidecarCert.CertFile, "--tls-key", sidecarCert.KeyFile, "--tls-client-ca", ca.CertFile), args...)...)
 	}
-	dial := func(addr string, files tlsconfig.Client) *client.Client {
+	dial := func(addr string, files tlsconfig.Client) *lookahead.Client {
 		cfg, err := files.Load()
 		Expect(err).NotTo(HaveOccurred())
-		c, err := client.Dial(addr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
+		c, err := lookahead.Dial(addr, lookahead.WithGRPCOptions(grpc.WithTransportCredentials(credentials.NewTLS(cfg))))
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(c.Close)
 		return c
@@ -94,7 +94,7 @@ var _ = Describe("TLS end to end", func() {
 		Expect(code(err)).To(Equal(codes.Unavailable), "server certificate from an untrusted CA: %v", err)
 		Expect(err.Error()).To(ContainSubstring("certificate signed by unknown authority"))
 
-		plain, err := client.Dial(s.GRPC)
+		plain, err := lookahead.Dial(s.GRPC)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(plain.Close)
 		_, _, err = plain.Get(context.Background(), "task-0.7", nil)

@@ -14,7 +14,7 @@ import (
 	. "github.com/onsi/gomega"
 	"sigs.k8s.io/yaml"
 
-	"github.com/lookahead-dev/lookahead/client"
+	"github.com/lookahead-dev/lookahead"
 	"github.com/lookahead-dev/lookahead/internal/scrape"
 )
 
@@ -22,7 +22,7 @@ const hitRatio = `sum(lookahead_cache_hits_total) / (sum(lookahead_cache_hits_to
 
 // walk visits a task tree object by object, one Get each, breadth-first,
 // as db4o's activation does, and returns how many objects it read.
-func walk(c *client.Client, root string) int {
+func walk(c *lookahead.Client, root string) int {
 	n := 0
 	queue := []string{root}
 	for len(queue) > 0 {
@@ -44,7 +44,7 @@ var _ = Describe("lookahead's metrics in Prometheus", Ordered, ContinueOnFailure
 	var own scrape.Samples // the sidecar's /metrics once traffic has stopped
 
 	BeforeAll(func() {
-		c, err := client.Dial(sidecar.GRPC)
+		c, err := lookahead.Dial(sidecar.GRPC)
 		Expect(err).NotTo(HaveOccurred())
 		DeferCleanup(c.Close)
 

@@ -1,0 +1,362 @@
+// Package origintest is an in-process origin object service that misbehaves
+// on command, for tests of anything that talks to an origin.
+//
+// An Origin serves its objects the way origin.proto says (BatchGet, Expand,
+// Watch, Put, Delete and grpc.health) until a test calls Misbehave; then it
+// sends what a buggy or compromised origin might: errors, replies that leave
+// ids out, Expand streams that never end or number their levels wrongly,
+// objects with a million refs, versions older than it announced, Watch
+// revisions that go backwards, SERVING health while every read fails, slow
+// or hung replies, and reset connections:
+//
+//	o := origintest.New(objs...)
+//	cc := o.Start(t) // or addr := o.StartTCP(t) for a real sidecar binary
+//	o.Misbehave(origintest.Misbehaviour{Omit: []string{"a"}})
+//	o.Announce(origin.Change{Revision: 7, ID: "a", Version: 5}) // while BatchGet keeps serving version 1
+package origintest
+
+import (
+	"context"
+	"math"
+	"strconv"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
+	"github.com/lookahead-dev/lookahead/internal/origin"
+)
+
+// Misbehaviour says how the origin departs from its contract. The zero value
+// is a well-behaved origin; Origin.Misbehave replaces the current one, and
+// calls under way see the change at their next step.
+type Misbehaviour struct {
+	// BatchGetErr, when set, is every BatchGet's answer (make it with
+	// status.Error to choose the code).
+	BatchGetErr error
+	// Omit lists ids a BatchGet reply leaves out of both objects and
+	// missing_ids, although they were asked for.
+	Omit []string
+	// Delay is waited before each BatchGet reply and each Expand message.
+	Delay time.Duration
+	// Hang: BatchGet and Expand never answer; they end when the caller
+	// gives up (or the server stops).
+	Hang bool
+	// IgnoreBudget: Expand walks past the request's depth and max_objects
+	// until it runs out of objects or the caller goes away. With Generate
+	// it never runs out.
+	IgnoreBudget bool
+	// Level numbers the n-th level an Expand sends (0 for the roots); nil
+	// = n. See LevelAlways, LevelBackwards, LevelSkipping.
+	Level func(n uint32) uint32
+	// Generate makes the object of an id that is not stored, for BatchGet
+	// and Expand; nil = such ids are missing. See Endless.
+	Generate func(id string) *graph.Object
+	// Health is what grpc.health answers for every service name; the zero
+	// value (UNKNOWN) means SERVING.
+	Health healthpb.HealthCheckResponse_ServingStatus
+	// WatchStart, when set, is the revision a Watch stream announces in
+	// its header instead of the highest one so far.
+	WatchStart *uint64
+}
+
+// LevelAlways numbers every Expand level n, e.g. LevelAlways(math.MaxUint32).
+func LevelAlways(n uint32) func(uint32) uint32 { return func(uint32) uint32 { return n } }
+
+// LevelBackwards numbers levels 0, 1, 0, 1, ...: from the third on, each
+// other level goes back.
+func LevelBackwards(n uint32) uint32 { return n % 2 }
+
+// LevelSkipping numbers levels 0, 2, 4, ...: every level after the roots
+// skips one.
+func LevelSkipping(n uint32) uint32 { return 2 * n }
+
+// Endless generates, for any id, an object with fanout refs (field "child")
+// to id+"/0" ... id+"/fanout-1": a tree without end, for Generate.
+func Endless(fanout int) func(id string) *graph.Object {
+	return func(id string) *graph.Object {
+		o := &graph.Object{ID: id, Version: 1, Type: "Endless", Refs: make([]graph.Ref, fanout)}
+		for i := range o.Refs {
+			o.Refs[i] = graph.Ref{Field: "child", ID: id + "/" + strconv.Itoa(i)}
+		}
+		return o
+	}
+}
+
+// Wide returns an object with n refs (field "r") to ids "w0" ... : with n
+// = 1,000,000 about 13 MiB on the wire.
+func Wide(id string, n int) *graph.Object {
+	o := &graph.Object{ID: id, Version: 1, Type: "Wide", Refs: make([]graph.Ref, n)}
+	for i := range o.Refs {
+		o.Refs[i] = graph.Ref{Field: "r", ID: "w" + strconv.Itoa(i)}
+	}
+	return o
+}
+
+// Origin is the service. Its methods are safe for concurrent use.
+type Origin struct {
+	lookaheadv1.UnimplementedOriginServiceServer
+	health *health.Server
+
+	mu      sync.Mutex // protects the fields below
+	objs    map[string]*graph.Object
+	bad     Misbehaviour
+	calls   map[string]int
+	changes []origin.Change // the Watch log, in the order announced
+	rev     uint64          // the highest revision announced
+	notify  chan struct{}   // closed and replaced when changes grow
+	conns   *connSet
+}
+
+// New returns a well-behaved origin holding objs.
+func New(objs ...*graph.Object) *Origin {
+	o := &Origin{
+		health: health.NewServer(), objs: map[string]*graph.Object{}, calls: map[string]int{},
+		notify: make(chan struct{}), conns: newConnSet(),
+	}
+	o.Set(objs...)
+	o.setHealth(healthpb.HealthCheckResponse_SERVING)
+	return o
+}
+
+// Set stores objs, replacing objects of the same ids, without announcing
+// anything on Watch.
+func (o *Origin) Set(objs ...*graph.Object) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, ob := range objs {
+		o.objs[ob.ID] = ob
+	}
+}
+
+// Misbehave replaces the current misbehaviour; Misbehaviour{} restores the
+// contract.
+func (o *Origin) Misbehave(m Misbehaviour) {
+	o.mu.Lock()
+	o.bad = m
+	o.mu.Unlock()
+	h := m.Health
+	if h == healthpb.HealthCheckResponse_UNKNOWN {
+		h = healthpb.HealthCheckResponse_SERVING
+	}
+	o.setHealth(h)
+}
+
+func (o *Origin) setHealth(h healthpb.HealthCheckResponse_ServingStatus) {
+	o.health.SetServingStatus("", h)
+	o.health.SetServingStatus(lookaheadv1.OriginService_ServiceDesc.ServiceName, h)
+}
+
+// Announce sends changes to every Watch stream, verbatim and in this order,
+// and keeps them for streams that resume later: revisions may go
+// backwards, and versions may be newer than what BatchGet serves.
+func (o *Origin) Announce(changes ...origin.Change) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.changes = append(o.changes, changes...)
+	for _, c := range changes {
+		o.rev = max(o.rev, c.Revision)
+	}
+	close(o.notify)
+	o.notify = make(chan struct{})
+}
+
+// Calls is how many calls of rpc ("BatchGet", "Expand", "Watch", "Put",
+// "Delete") the origin has received.
+func (o *Origin) Calls(rpc string) int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.calls[rpc]
+}
+
+// begin counts a call of rpc and returns the misbehaviour it starts under.
+func (o *Origin) begin(rpc string) Misbehaviour {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.calls[rpc]++
+	return o.bad
+}
+
+func (o *Origin) current() Misbehaviour {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.bad
+}
+
+// lookup returns the objects of ids that exist (stored or generated) and
+// the ids that do not.
+func (o *Origin) lookup(ids []string, gen func(string) *graph.Object) (found []*graph.Object, missing []string) {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	for _, id := range ids {
+		switch ob, ok := o.objs[id]; {
+		case ok:
+			found = append(found, ob)
+		case gen != nil:
+			found = append(found, gen(id))
+		default:
+			missing = append(missing, id)
+		}
+	}
+	return found, missing
+}
+
+// wait sleeps d, or until ctx ends when hang; it returns ctx's status if it
+// ended.
+func wait(ctx context.Context, d time.Duration, hang bool) error {
+	if hang {
+		<-ctx.Done()
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return status.FromContextError(ctx.Err()).Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// BatchGet implements lookaheadv1.OriginServiceServer.
+func (o *Origin) BatchGet(ctx context.Context, req *lookaheadv1.OriginServiceBatchGetRequest) (*lookaheadv1.OriginServiceBatchGetResponse, error) {
+	bad := o.begin("BatchGet")
+	if err := wait(ctx, bad.Delay, bad.Hang); err != nil {
+		return nil, err
+	}
+	if bad.BatchGetErr != nil {
+		return nil, bad.BatchGetErr
+	}
+	omit := make(map[string]bool, len(bad.Omit))
+	for _, id := range bad.Omit {
+		omit[id] = true
+	}
+	var ask []string
+	for _, id := range req.GetIds() {
+		if !omit[id] {
+			ask = append(ask, id)
+		}
+	}
+	found, missing := o.lookup(ask, bad.Generate)
+	return &lookaheadv1.OriginServiceBatchGetResponse{Objects: graphpb.ToProtos(found), MissingIds: missing}, nil
+}
+
+// Expand implements lookaheadv1.OriginServiceServer: one message per level,
+// breadth-first with graph.Traversal, misnumbered or unbounded on command.
+func (o *Origin) Expand(req *lookaheadv1.ExpandRequest, stream grpc.ServerStreamingServer[lookaheadv1.ExpandResponse]) error {
+	bad := o.begin("Expand")
+	ctx := stream.Context()
+	b := graph.Budget{Depth: int(req.GetDepth()), MaxObjects: int(req.GetMaxObjects()), Fields: req.GetFields()}
+	if bad.IgnoreBudget {
+		b.Depth, b.MaxObjects = math.MaxInt, 0
+	}
+	t := graph.NewTraversal(req.GetRoots(), b)
+	for n := uint32(0); !t.Done(); n++ {
+		bad = o.current()
+		if err := wait(ctx, bad.Delay, bad.Hang); err != nil {
+			return err
+		}
+		found, missing := o.lookup(t.Pending(), bad.Generate)
+		level := n
+		if bad.Level != nil {
+			level = bad.Level(n)
+		}
+		msg := &lookaheadv1.ExpandResponse{Level: level, Objects: graphpb.ToProtos(t.Resolve(found)), MissingIds: missing}
+		if err := stream.Send(msg); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Put implements lookaheadv1.OriginServiceServer: it stores the object one
+// version up and announces it on Watch.
+func (o *Origin) Put(_ context.Context, req *lookaheadv1.OriginServicePutRequest) (*lookaheadv1.OriginServicePutResponse, error) {
+	o.begin("Put")
+	ob := graphpb.FromProto(req.GetObject())
+	o.mu.Lock()
+	var v uint64
+	if old, ok := o.objs[ob.ID]; ok {
+		v = old.Version
+	}
+	if req.ExpectedVersion != nil && req.GetExpectedVersion() != v {
+		o.mu.Unlock()
+		return nil, status.Errorf(codes.FailedPrecondition, "object %q is at version %d, not %d", ob.ID, v, req.GetExpectedVersion())
+	}
+	cp := *ob
+	cp.Version = v + 1
+	o.objs[ob.ID] = &cp
+	rev := o.rev + 1
+	o.mu.Unlock()
+	o.Announce(origin.Change{Revision: rev, ID: ob.ID, Version: cp.Version})
+	return &lookaheadv1.OriginServicePutResponse{Version: cp.Version, Revision: rev}, nil
+}
+
+// Delete implements lookaheadv1.OriginServiceServer.
+func (o *Origin) Delete(_ context.Context, req *lookaheadv1.OriginServiceDeleteRequest) (*lookaheadv1.OriginServiceDeleteResponse, error) {
+	o.begin("Delete")
+	o.mu.Lock()
+	old, ok := o.objs[req.GetId()]
+	delete(o.objs, req.GetId())
+	rev := o.rev + 1
+	o.mu.Unlock()
+	if ok {
+		o.Announce(origin.Change{Revision: rev, ID: old.ID, Version: old.Version + 1, Deleted: true})
+	}
+	return &lookaheadv1.OriginServiceDeleteResponse{Revision: rev}, nil
+}
+
+// Watch implements lookaheadv1.OriginServiceServer: the header announces
+// the highest revision so far (or Misbehaviour.WatchStart), then every
+// announced change after from_revision is sent in announcement order, and
+// new ones as they come.
+func (o *Origin) Watch(req *lookaheadv1.WatchRequest, stream grpc.ServerStreamingServer[lookaheadv1.WatchResponse]) error {
+	bad := o.begin("Watch")
+	o.mu.Lock()
+	start := o.rev
+	next := len(o.changes)
+	if req.FromRevision != nil {
+		next = 0
+	}
+	o.mu.Unlock()
+	if bad.WatchStart != nil {
+		start = *bad.WatchStart
+	}
+	if err := stream.SendHeader(metadata.Pairs(origin.RevisionHeader, strconv.FormatUint(start, 10))); err != nil {
+		return err
+	}
+	for replay := req.FromRevision != nil; ; replay = false {
+		o.mu.Lock()
+		batch := o.changes[next:]
+		next = len(o.changes)
+		notify := o.notify
+		o.mu.Unlock()
+		msg := &lookaheadv1.WatchResponse{}
+		for _, c := range batch {
+			if !replay || c.Revision > req.GetFromRevision() { // the resume point filters history, not what comes live
+				msg.Changes = append(msg.Changes, &lookaheadv1.Change{Revision: c.Revision, Id: c.ID, Version: c.Version, Deleted: c.Deleted})
+			}
+		}
+		if len(msg.Changes) > 0 {
+			if err := stream.Send(msg); err != nil {
+				return err
+			}
+		}
+		select {
+		case <-stream.Context().Done():
+			return status.FromContextError(stream.Context().Err()).Err()
+		case <-notify:
+		}
+	}
+}

@@ -1,0 +1,79 @@
+package postgres_test
+
+import (
+	"context"
+	"os"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/lookahead-dev/lookahead/internal/store/postgres"
+	"github.com/lookahead-dev/lookahead/internal/store/postgres/pgtest"
+	"github.com/lookahead-dev/lookahead/internal/store/postgres/shop"
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(pgtest.Main(m, func() error { return goleak.Find() }))
+}
+
+// small is the shop every test starts from: 3 customers, 4 products, 6
+// orders (order i belongs to customer (i-1) mod 3 + 1) with 1–3 items each.
+var small = shop.Size{Customers: 3, Products: 4, Orders: 6, ItemsPerOrder: 3, Seed: 7}
+
+// newShop creates a database with the small shop and returns its URL and
+// the shop's mapping; install installs the change log.
+func newShop(t *testing.T, install bool) (string, *postgres.Mapping) {
+	t.Helper()
+	url := pgtest.NewDB(t)
+	ctx := testCtx(t)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = shop.Load(ctx, conn, small)
+	require.NoError(t, err)
+	m, err := postgres.ParseMapping(shop.Mapping)
+	require.NoError(t, err)
+	if install {
+		require.NoError(t, postgres.Install(ctx, url, m))
+	}
+	return url, m
+}
+
+// openShop is newShop, installed, with a store open on it.
+func openShop(t *testing.T) (*postgres.Store, string) {
+	t.Helper()
+	url, m := newShop(t, true)
+	st, err := postgres.Open(testCtx(t), postgres.Config{URL: url, Mapping: m, ReconnectBackoff: 200 * time.Millisecond})
+	require.NoError(t, err)
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	return st, url
+}
+
+func testCtx(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// exec runs SQL on its own connection, as another application would.
+func exec(t *testing.T, url, sql string, args ...any) {
+	t.Helper()
+	ctx := testCtx(t)
+	conn, err := pgx.Connect(ctx, url)
+	require.NoError(t, err)
+	defer conn.Close(ctx)
+	_, err = conn.Exec(ctx, sql, args...)
+	require.NoError(t, err)
+}
+
+// connect opens a connection closed when t ends.
+func connect(t *testing.T, url string) *pgx.Conn {
+	t.Helper()
+	conn, err := pgx.Connect(testCtx(t), url)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	return conn
+}
