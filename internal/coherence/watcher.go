@@ -232,6 +232,9 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 	}
 	w.mu.Unlock()
 	st, err := w.src.Watch(ctx, from)
+	if errors.Is(err, origin.ErrCompacted) {
+		return true, w.forget(err)
+	}
 	if err != nil {
 		return false, err
 	}
@@ -263,11 +266,26 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 	}()
 	for {
 		changes, err := st.Recv()
+		if errors.Is(err, origin.ErrCompacted) {
+			return true, w.forget(err)
+		}
 		if err != nil {
 			return true, fmt.Errorf("change stream: %w", err)
 		}
 		w.apply(changes)
 	}
+}
+
+// forget handles a resume point the origin no longer keeps: what changed
+// since is unknown, so the cache is cleared, as when the revision goes
+// backwards, and the next session starts from the origin's current revision.
+func (w *Watcher) forget(err error) error {
+	w.mu.Lock()
+	w.haveRev = false
+	w.mu.Unlock()
+	w.id.reset.Reset("origin compacted the changes after the resume revision")
+	w.log.Warn("origin no longer keeps the changes after the resume revision: cache cleared", "err", err)
+	return errRestarted
 }
 
 // apply invalidates what changes announce and moves the resume point to the

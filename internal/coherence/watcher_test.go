@@ -160,6 +160,24 @@ func TestRevisionGoingBackwardsClears(t *testing.T) {
 	assert.Equal(t, []origin.Change{{ID: "x", Version: 1}}, rec.changes)
 }
 
+func TestCompactedResumeClearsAndStartsOver(t *testing.T) {
+	compacted := fmt.Errorf("origin watch: %w", origin.ErrCompacted)
+	_, src, rec, _ := run(t,
+		session{start: 10, batches: [][]origin.Change{{ch(11, "a", 2, false)}}, err: errors.New("connection reset")},
+		session{start: 11, err: compacted}, // resuming from 11: the origin compacted past it
+		session{start: 40, batches: [][]origin.Change{{ch(41, "b", 7, false)}}, err: errors.New("bye")},
+		session{openErr: compacted}, // the same, told when the stream opens
+		session{start: 50, err: errors.New("bye")},
+	)
+	assert.Equal(t, 2, rec.clears)
+	require.Len(t, src.froms, 6)
+	assert.Equal(t, uint64(11), *src.froms[1])
+	assert.Nil(t, src.froms[2], "after a compacted resume: from the origin's current revision")
+	assert.Equal(t, uint64(41), *src.froms[3])
+	assert.Nil(t, src.froms[4], "compacted at open")
+	assert.Equal(t, []origin.Change{{ID: "a", Version: 2}, {ID: "b", Version: 7}}, rec.changes)
+}
+
 func TestUnsupportedOriginIsTrusted(t *testing.T) {
 	w, _, _, _ := run(t, session{openErr: fmt.Errorf("origin watch: %w", errors.ErrUnsupported)})
 	trusted, _ := w.Trust()

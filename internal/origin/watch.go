@@ -25,6 +25,19 @@ type Change struct {
 	Deleted  bool
 }
 
+// ErrCompacted means the origin no longer keeps the changes after the
+// revision a Watch resumed from (OUT_OF_RANGE): the caller must start over
+// from the origin's current revision, and cannot know what changed meanwhile.
+var ErrCompacted = errors.New("origin watch: revision compacted")
+
+// watchErr marks an OUT_OF_RANGE status as ErrCompacted.
+func watchErr(err error) error {
+	if status.Code(err) == codes.OutOfRange {
+		return fmt.Errorf("%w: %w", ErrCompacted, err)
+	}
+	return fmt.Errorf("origin watch: %w", err)
+}
+
 // WatchStream is an established change stream.
 type WatchStream struct {
 	start   uint64
@@ -43,7 +56,7 @@ func (w *WatchStream) DatasetID() string { return w.dataset }
 func (w *WatchStream) Recv() ([]Change, error) {
 	resp, err := w.stream.Recv()
 	if err != nil {
-		return nil, fmt.Errorf("origin watch: %w", err)
+		return nil, watchErr(err)
 	}
 	out := make([]Change, len(resp.GetChanges()))
 	for i, c := range resp.GetChanges() {
@@ -68,7 +81,7 @@ func (c *Client) Watch(ctx context.Context, from *uint64) (*WatchStream, error) 
 		return nil, fmt.Errorf("origin watch: %w: %w", errors.ErrUnsupported, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("origin watch: %w", err)
+		return nil, watchErr(err)
 	}
 	vals := md[RevisionHeader]
 	if len(vals) == 0 {
@@ -77,7 +90,7 @@ func (c *Client) Watch(ctx context.Context, from *uint64) (*WatchStream, error) 
 			if status.Code(rerr) == codes.Unimplemented {
 				return nil, fmt.Errorf("origin watch: %w: %w", errors.ErrUnsupported, rerr)
 			}
-			return nil, fmt.Errorf("origin watch: %w", rerr)
+			return nil, watchErr(rerr)
 		}
 		return nil, errors.New("origin watch: no " + RevisionHeader + " header")
 	}
