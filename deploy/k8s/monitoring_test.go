@@ -22,6 +22,7 @@ var update = flag.Bool("update", false, "regenerate ../prometheus/prometheusrule
 
 const (
 	rulesFile          = "../prometheus/lookahead.rules.yml"
+	runbookFile        = "../../docs/runbook.md"
 	rulesTestFile      = "lookahead.rules.test.yml" // in ../prometheus
 	prometheusRuleFile = "../prometheus/prometheusrule.yaml"
 	dashboardFile      = "../grafana/lookahead.json"
@@ -64,6 +65,37 @@ func TestPrometheusRuleInSync(t *testing.T) {
 	assert.Equal(t, want, string(got), "%s is stale: run go test ./deploy/k8s -run TestPrometheusRuleInSync -update", prometheusRuleFile)
 }
 
+// TestRunbook: every alert has a section in the runbook, titled with its
+// name (the anchor its runbook_url links), and every section is an alert's.
+func TestRunbook(t *testing.T) {
+	b, err := os.ReadFile(runbookFile)
+	require.NoError(t, err)
+	var sections []string
+	for _, l := range strings.Split(string(b), "\n") {
+		if title, ok := strings.CutPrefix(l, "## "); ok {
+			sections = append(sections, strings.TrimSpace(title))
+		}
+	}
+	var alerts []string
+	for _, g := range sourceRuleGroups(t) {
+		for _, r := range g.Rules {
+			if r.Alert != "" {
+				alerts = append(alerts, r.Alert)
+			}
+		}
+	}
+	require.NotEmpty(t, alerts)
+	for _, a := range alerts {
+		assert.Contains(t, sections, a, "alert %s has no section in %s", a, runbookFile)
+	}
+	for _, s := range sections {
+		assert.Contains(t, alerts, s, "%s has a section %q that is no alert", runbookFile, s)
+	}
+	readme, err := os.ReadFile("../../README.md")
+	require.NoError(t, err)
+	assert.Contains(t, string(readme), "(docs/runbook.md)", "the README links the runbook")
+}
+
 func TestRuleFile(t *testing.T) {
 	groups := sourceRuleGroups(t)
 	recorded := map[string]bool{}
@@ -93,6 +125,8 @@ func TestRuleFile(t *testing.T) {
 					assert.Contains(t, []string{"critical", "warning", "info"}, r.Labels["severity"])
 					assert.NotEmpty(t, r.Annotations["summary"])
 					assert.NotEmpty(t, r.Annotations["description"])
+					assert.Equal(t, "docs/runbook.md#"+strings.ToLower(r.Alert), r.Annotations["runbook_url"],
+						"runbook_url: the alert's section of the runbook, relative to the repository root")
 					require.NotNil(t, r.For, "an alert without for: pages on one bad evaluation")
 				}
 			})

@@ -54,6 +54,10 @@ type Set struct {
 	WatchConnected  prometheus.Gauge       // 1 while the origin's change stream is up
 	WatchChanges    prometheus.Counter     // changes applied from the stream
 	WatchReconnects prometheus.Counter     // times the stream was re-established
+
+	// Readiness: the health status that probes and load balancers see.
+	Serving        prometheus.Gauge   // 1 while the sidecar's health is SERVING
+	ServingChanges prometheus.Counter // times it went from SERVING to NOT_SERVING or back
 	// OriginDatasetChanges counts the times an origin reported another
 	// dataset identity than before, each of which flushed the cache; label
 	// origin is the route name ("default" for a single origin).
@@ -175,6 +179,15 @@ func New(reg prometheus.Registerer) *Set {
 		Namespace: namespace, Name: "origin_dataset_changes_total",
 		Help: "Times an origin reported another dataset identity than before (a new store on the same address); each flushed the cache and reset the change stream's position. By origin route.",
 	}, []string{"origin"})
+	s.Serving = prometheus.NewGauge(prometheus.GaugeOpts{
+		Namespace: namespace, Name: "serving",
+		Help: "1 while the sidecar's health is SERVING (its origin answers health checks), else 0.",
+	})
+	s.ServingChanges = prometheus.NewCounter(prometheus.CounterOpts{
+		Namespace: namespace, Name: "serving_changes_total",
+		Help: "Times the sidecar's health went from SERVING to NOT_SERVING or back.",
+	})
+	reg.MustRegister(s.Serving, s.ServingChanges)
 	reg.MustRegister(s.StaleFills, s.StaleServed, s.WatchConnected, s.WatchChanges, s.WatchReconnects, s.OriginDatasetChanges)
 	reg.MustRegister(s.Hits, s.Misses, s.Negative, s.Joined,
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,

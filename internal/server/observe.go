@@ -9,6 +9,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
 
 // Interceptors count and time every request in the standard gRPC server
@@ -27,8 +29,9 @@ const LivenessService = "liveness"
 
 // WatchOrigin keeps the sidecar's health in step with its origin: SERVING
 // while the origin answers its health check, NOT_SERVING otherwise. It checks
-// every interval until ctx ends, logging only transitions.
-func WatchOrigin(ctx context.Context, hs *health.Server, check func(context.Context) error, interval time.Duration, log *slog.Logger) {
+// every interval until ctx ends, logging and counting only transitions
+// (lookahead_serving, lookahead_serving_changes_total).
+func WatchOrigin(ctx context.Context, hs *health.Server, check func(context.Context) error, interval time.Duration, m *metrics.Set, log *slog.Logger) {
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	serving := false
@@ -41,10 +44,13 @@ func WatchOrigin(ctx context.Context, hs *health.Server, check func(context.Cont
 		}
 		if up := err == nil; up != serving {
 			serving = up
+			m.ServingChanges.Inc()
 			if up {
+				m.Serving.Set(1)
 				hs.SetServingStatus("", healthpb.HealthCheckResponse_SERVING)
 				log.Info("origin reachable: serving")
 			} else {
+				m.Serving.Set(0)
 				hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
 				log.Warn("origin unreachable: not serving", "err", err)
 			}
