@@ -27,8 +27,8 @@ import (
 	"sigs.k8s.io/kustomize/kyaml/filesys"
 	"sigs.k8s.io/yaml"
 
-	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/buildinfo"
+	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
 
