@@ -188,8 +188,15 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 		return fmt.Errorf("server config: %w", err)
 	}
 	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20)}
-	if o.tls != nil {
-		sopts = append(sopts, grpc.Creds(credentials.NewTLS(o.tls)))
+	// Certificates, key and client CAs re-read from their files: rotated
+	// ones serve new handshakes without a restart.
+	watched, err := o.tlsFiles.Watch(0)
+	if err != nil {
+		return fmt.Errorf("-tls-cert, -tls-key, -tls-client-ca: %w", err)
+	}
+	defer watched.Close()
+	if watched != nil {
+		sopts = append(sopts, grpc.Creds(credentials.NewTLS(watched.Config)))
 	}
 	gm := metrics.NewGRPCServer(reg)
 	sopts = append(sopts, grpc.ChainUnaryInterceptor(gm.UnaryServerInterceptor()), grpc.ChainStreamInterceptor(gm.StreamServerInterceptor()))

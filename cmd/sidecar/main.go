@@ -179,6 +179,11 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	defer c.Close()
 	metrics.RegisterCacheSize(reg, c.Stats)
 
+	stopTLS, err := o.transport.watchTLS()
+	if err != nil {
+		return err
+	}
+	defer stopTLS()
 	cc, err := o.transport.dial(o.originAddr)
 	if err != nil {
 		return fmt.Errorf("origin %s: %w", o.originAddr, err)

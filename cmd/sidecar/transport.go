@@ -92,6 +92,29 @@ func (t *transportOptions) finish() error {
 	return errors.Join(errs...)
 }
 
+// watchTLS replaces the TLS settings finish loaded with ones that re-read
+// their files every tlsconfig.DefaultRefresh, so that rotated certificates,
+// keys and CAs are used by new handshakes without a restart; stop ends the
+// watching.
+func (t *transportOptions) watchTLS() (stop func(), err error) {
+	srv, err := t.serverFiles.Watch(0)
+	if err != nil {
+		return nil, fmt.Errorf("-tls-cert, -tls-key, -tls-client-ca: %w", err)
+	}
+	cli, err := t.originFiles.Watch(0)
+	if err != nil {
+		srv.Close()
+		return nil, fmt.Errorf("-origin-tls-ca, -origin-tls-cert, -origin-tls-key: %w", err)
+	}
+	if srv != nil {
+		t.serverTLS = srv.Config
+	}
+	if cli != nil {
+		t.originTLS = cli.Config
+	}
+	return func() { srv.Close(); cli.Close() }, nil
+}
+
 // dial connects to the origin at target.
 func (t *transportOptions) dial(target string) (*grpc.ClientConn, error) {
 	return origin.Dial(target, origin.DialConfig{TLS: t.originTLS, MaxMessageBytes: int(t.maxMessageBytes), ReconnectMax: time.Second})
