@@ -197,9 +197,12 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
 	defer e.Close()
+	// A new dataset on the origin's address flushes through the engine.
+	ident := coherence.NewIdentity(coherence.ResetFunc(func(string) { e.Clear() }),
+		m.OriginDatasetChanges.WithLabelValues("default"), log)
 	var watcher *coherence.Watcher
 	if o.watch {
-		watcher = coherence.New(o.coherence, coherence.FromClient(oc), e, m, log)
+		watcher = coherence.New(o.coherence, coherence.FromClient(oc), e, ident, m, log)
 		watching.Store(watcher)
 	}
 
@@ -281,7 +284,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		server.WatchOrigin(wctx, hs, oc.Check, o.healthInterval, log)
+		server.WatchOrigin(wctx, hs, coherence.NewProber(oc, ident, log).Probe, o.healthInterval, log)
 	}()
 
 	serveErr := make(chan error, len(lis))

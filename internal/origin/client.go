@@ -301,20 +301,6 @@ func (c *Client) Delete(ctx context.Context, id string, expected *uint64) error 
 	return nil
 }
 
-// Check asks the origin's standard health service whether it is serving. It
-// bypasses the breaker and is not counted as a round trip: it reports the
-// origin's health, whatever the breaker thinks of it.
-func (c *Client) Check(ctx context.Context) error {
-	resp, err := c.health.Check(ctx, &healthpb.HealthCheckRequest{})
-	if err != nil {
-		return fmt.Errorf("origin health: %w", err)
-	}
-	if resp.GetStatus() != healthpb.HealthCheckResponse_SERVING {
-		return fmt.Errorf("origin health: %s", resp.GetStatus())
-	}
-	return nil
-}
-
 // BreakerState is the circuit breaker's state; closed when it is disabled.
 func (c *Client) BreakerState() resilience.State {
 	if c.breaker == nil {

@@ -78,6 +78,8 @@ type Store struct {
 	db  *bolt.DB
 	cfg Config
 	rev *Revisions // last committed revision
+
+	datasetID string // see Identity; set by Open
 }
 
 // Open opens or creates the store file at path.
@@ -101,7 +103,9 @@ func Open(path string, cfg Config) (*Store, error) {
 			}
 		}
 		s.rev.Advance(tx.Bucket(bucketChanges).Sequence())
-		return nil
+		var err error
+		s.datasetID, err = loadDatasetID(tx)
+		return err
 	})
 	if err != nil {
 		_ = db.Close()
