@@ -12,10 +12,10 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/origin"
-	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
 const maxObject = 2000 // bytes, the rig's Config.MaxObjectBytes
@@ -236,9 +236,8 @@ func TestMalformedRepliesNeverReachTheCache(t *testing.T) {
 	c, err := cache.New(cache.Config{}, r.m)
 	require.NoError(t, err)
 	defer c.Close()
-	e, err := prefetch.New(prefetch.Config{Mode: prefetch.ModeOff}, r.client, c, prefetch.Static{}, r.m)
+	f, err := fetch.New(fetch.Config{}, r.client, c)
 	require.NoError(t, err)
-	defer e.Close()
 
 	tests := []struct {
 		id          string
@@ -255,11 +254,13 @@ func TestMalformedRepliesNeverReachTheCache(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.id, func(t *testing.T) {
-			rs, _, err := e.Get(context.Background(), []string{tt.id}, prefetch.Hint{})
+			var rs []fetch.Result
+			a, err := f.Get(context.Background(), []string{tt.id})
 			if tt.wantErr != nil {
 				require.ErrorIs(t, err, tt.wantErr)
 			} else {
 				require.NoError(t, err)
+				rs = a.Results
 			}
 			if tt.wantPayload != "" {
 				require.Len(t, rs, 1)

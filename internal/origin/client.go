@@ -263,6 +263,9 @@ func (c *Client) expand(ctx context.Context, roots []string, b graph.Budget, fn 
 		}
 		started = true
 		if err := fn(int(resp.GetLevel()), objs, missing); err != nil {
+			if errors.Is(err, graph.ErrStop) {
+				return nil // the caller has all it asked for: a success
+			}
 			return err
 		}
 	}
