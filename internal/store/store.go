@@ -3,6 +3,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"time"
@@ -159,6 +160,37 @@ func (s *Store) Get(ids []string) (found []*graph.Object, missing []string, err 
 				continue
 			}
 			found = append(found, o)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading objects: %w", err)
+	}
+	return found, missing, nil
+}
+
+// GetEncoded is Get without decoding: the stored wire form of each object
+// found (a lookaheadv1.Object, version included), ready to be sent as it is,
+// read in one read transaction with one cursor. Found objects come in request
+// order and missing ids in request order; an id asked for more than once is
+// answered once. The bytes are copies the caller owns.
+func (s *Store) GetEncoded(ids []string) (found [][]byte, missing []string, err error) {
+	seen := make(map[string]struct{}, len(ids))
+	found = make([][]byte, 0, len(ids))
+	err = s.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketObjects).Cursor()
+		for _, id := range ids {
+			if _, dup := seen[id]; dup {
+				continue
+			}
+			seen[id] = struct{}{}
+			k, v := c.Seek([]byte(id))
+			if k == nil || string(k) != id {
+				missing = append(missing, id)
+				continue
+			}
+			// bbolt's bytes are valid only until the transaction ends.
+			found = append(found, bytes.Clone(v))
 		}
 		return nil
 	})

@@ -3,12 +3,16 @@ package store_test
 import (
 	"errors"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 	"github.com/lookahead-dev/lookahead/internal/store"
 )
 
@@ -55,8 +59,8 @@ func TestPutGetRoundTrip(t *testing.T) {
 
 func TestGet(t *testing.T) {
 	st, _ := openStore(t, store.Config{})
-	for _, id := range []string{"a", "b", "c"} {
-		_, _, err := st.Put(obj(id), nil)
+	for _, id := range []string{"a", "b", "c", "bz"} {
+		_, _, err := st.Put(obj(id, "a", "zz"), nil)
 		require.NoError(t, err)
 	}
 	tests := []struct {
@@ -70,6 +74,7 @@ func TestGet(t *testing.T) {
 		{name: "missing listed in order", ids: []string{"x", "a", "y"}, wantFound: []string{"a"}, wantMissing: []string{"x", "y"}},
 		{name: "duplicates once", ids: []string{"b", "b", "x", "a", "x", "b"}, wantFound: []string{"b", "a"}, wantMissing: []string{"x"}},
 		{name: "all missing", ids: []string{"p", "q"}, wantMissing: []string{"p", "q"}},
+		{name: "between and after stored ids", ids: []string{"bb", "b", "zzz", "bz"}, wantFound: []string{"b", "bz"}, wantMissing: []string{"bb", "zzz"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,8 +86,32 @@ func TestGet(t *testing.T) {
 			}
 			assert.Equal(t, tc.wantFound, ids)
 			assert.Equal(t, tc.wantMissing, missing)
+
+			// GetEncoded answers the same, each object in its wire form.
+			encoded, missing, err := st.GetEncoded(tc.ids)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantMissing, missing)
+			require.Len(t, encoded, len(found))
+			for i, b := range encoded {
+				var p lookaheadv1.Object
+				require.NoError(t, proto.Unmarshal(b, &p))
+				assert.Equal(t, found[i], graphpb.FromProto(&p))
+			}
 		})
 	}
+}
+
+func TestGetEncodedReturnsCopies(t *testing.T) {
+	st, _ := openStore(t, store.Config{})
+	_, _, err := st.Put(obj("a", "b"), nil)
+	require.NoError(t, err)
+	first, _, err := st.GetEncoded([]string{"a"})
+	require.NoError(t, err)
+	want := slices.Clone(first[0])
+	clear(first[0])
+	again, _, err := st.GetEncoded([]string{"a"})
+	require.NoError(t, err)
+	assert.Equal(t, want, again[0], "changing returned bytes changes nothing stored")
 }
 
 func TestPutVersions(t *testing.T) {
