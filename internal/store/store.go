@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -40,7 +41,7 @@ var (
 
 // Config tunes a Store. The zero value is ready to use.
 type Config struct {
-	// BatchSize is the number of objects Load writes per transaction;
+	// BatchSize is the number of objects Load stages per transaction;
 	// zero = 10000.
 	BatchSize int
 	// LockTimeout is how long Open waits for another process to release the
@@ -80,6 +81,10 @@ type Store struct {
 	cfg Config
 	rev *Revisions // last committed revision
 
+	// loadMu is held by Load and shared by every other write, so that the
+	// live data cannot change between staging a load and switching it in.
+	loadMu sync.RWMutex
+
 	datasetID string // see Identity; set by Open
 }
 
@@ -106,7 +111,10 @@ func Open(path string, cfg Config) (*Store, error) {
 		s.rev.Advance(tx.Bucket(bucketChanges).Sequence())
 		var err error
 		s.datasetID, err = loadDatasetID(tx)
-		return err
+		if err != nil {
+			return err
+		}
+		return dropStaging(tx)
 	})
 	if err != nil {
 		_ = db.Close()
@@ -206,8 +214,15 @@ func (s *Store) view(fn func(*bolt.Tx) error) error {
 }
 
 // update runs fn in a write transaction and, once it has committed, wakes
-// Changed waiters if it advanced the revision.
+// Changed waiters if it advanced the revision. It waits while a Load runs.
 func (s *Store) update(fn func(*bolt.Tx) error) error {
+	s.loadMu.RLock()
+	defer s.loadMu.RUnlock()
+	return s.commit(fn)
+}
+
+// commit is update for a caller that holds loadMu.
+func (s *Store) commit(fn func(*bolt.Tx) error) error {
 	return closedErr(s.db.Update(func(tx *bolt.Tx) error {
 		if err := fn(tx); err != nil {
 			return err
