@@ -32,6 +32,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/coherence"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/origin"
@@ -43,7 +44,8 @@ type options struct {
 	listen, unixSocket, metricsListen, originAddr, addrFile string
 	unixSocketMode                                          os.FileMode
 	cache                                                   cache.Config
-	engine                                                  prefetch.Config
+	fetch                                                   fetch.Config
+	sched                                                   prefetch.Config
 	planner                                                 prefetch.Static
 	fields                                                  string
 	server                                                  server.Config
@@ -64,7 +66,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.unixSocket, "unix-socket", "", "also listen on this unix socket path; an existing socket is replaced only when nothing listens on it, anything else there stops the start")
 	o.unixSocketMode = 0o660
 	fs.Var((*fileMode)(&o.unixSocketMode), "unix-socket-mode", "permission bits of --unix-socket, in octal: who may connect (write permission is needed to connect)")
-	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9090", "HTTP address for /metrics; empty disables")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:7072", "HTTP address for /metrics; empty disables")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines: for diagnosing memory or CPU in production)")
 	fs.StringVar(&o.originAddr, "origin", "127.0.0.1:7071", "origin gRPC address (host:port or a grpc target such as unix:///path)")
 	fs.StringVar(&o.addrFile, "addr-file", "", "write the bound gRPC and metrics addresses to this file once listening")
@@ -74,18 +76,19 @@ func parseFlags(args []string) (*options, error) {
 	fs.Var((*byteSize)(&o.cache.PrefetchBytes), "prefetch-bytes", "prefetch tier budget in bytes: room for speculative objects (db4o prefetchCacheSize)")
 	fs.DurationVar(&o.cache.NegativeTTL, "negative-ttl", 5*time.Second, "how long a NOT_FOUND answer is remembered; negative disables")
 	fs.DurationVar(&o.cache.TTL, "ttl", 0, "how long a cached object is fresh; 0 = until evicted or invalidated")
-	fs.DurationVar(&o.engine.StaleWhileRevalidate, "stale-while-revalidate", 0, "after --ttl, answer a stale object at once (marked stale) and refetch it in the background, for this long")
-	fs.DurationVar(&o.engine.StaleIfError, "stale-if-error", 0, "after --ttl, or while the origin's change stream is down past --watch-grace, answer a stale object (marked stale) when the origin fails, for this long")
+	fs.DurationVar(&o.fetch.StaleWhileRevalidate, "stale-while-revalidate", 0, "after --ttl, answer a stale object at once (marked stale) and refetch it in the background, for this long")
+	fs.DurationVar(&o.fetch.StaleIfError, "stale-if-error", 0, "after --ttl, or while the origin's change stream is down past --watch-grace, answer a stale object (marked stale) when the origin fails, for this long")
 	fs.BoolVar(&o.watch, "watch", true, "follow the origin's change stream (Watch) to invalidate changed objects")
 	fs.DurationVar(&o.coherence.Grace, "watch-grace", 5*time.Second, "how long cached objects stay trusted while the change stream is down; after that they are revalidated")
 	mode := fs.String("prefetch-mode", "static", "prefetch mode: static (the --prefetch-* settings), adaptive (depth and fields learned from traffic; --prefetch-max-objects caps it) or off")
 	fs.IntVar(&o.planner.Depth, "prefetch-depth", 3, "reference levels to prefetch below a demanded object (db4o prefetchDepth)")
 	fs.IntVar(&o.planner.MaxObjects, "prefetch-max-objects", 1000, "objects one expansion may fetch (db4o prefetchObjectCount); 0 = no cap")
 	fs.StringVar(&o.fields, "prefetch-fields", "", "comma-separated ref fields to follow; empty = all")
-	fs.IntVar(&o.engine.Workers, "prefetch-workers", 4, "concurrent speculative origin requests (Knafla's support threads)")
-	fs.IntVar(&o.engine.BatchSize, "batch-size", 256, "ids per origin BatchGet")
-	fs.IntVar(&o.engine.QueueSize, "prefetch-queue", 1024, "speculative jobs waiting for a worker, newest first; beyond it the oldest are dropped and counted")
-	fs.BoolVar(&o.engine.DisableExpand, "no-expand", false, "never use the origin's server-side Expand")
+	fs.IntVar(&o.sched.Workers, "prefetch-workers", 4, "concurrent speculative origin requests (Knafla's support threads)")
+	fs.IntVar(&o.fetch.BatchSize, "batch-size", 256, "ids per origin BatchGet")
+	fs.IntVar(&o.fetch.DemandBatches, "demand-batches", 4, "demand BatchGets in flight at once; beyond it, concurrent requests' misses gather into the next batch")
+	fs.IntVar(&o.sched.QueueSize, "prefetch-queue", 1024, "speculative jobs waiting for a worker, newest first; beyond it the oldest are dropped and counted")
+	fs.BoolVar(&o.fetch.DisableExpand, "no-expand", false, "never use the origin's server-side Expand")
 	fs.IntVar(&o.server.MaxIDs, "max-ids", 1000, "ids per request")
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 16, "largest depth a request may ask for")
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 100000, "largest max_objects a request may ask for")
@@ -154,6 +157,8 @@ func cli(args []string, stdout, stderr io.Writer) int {
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.
 func run(ctx context.Context, o *options, log *slog.Logger) error {
+	limit, source := setMemoryLimit(o.cache, o.transport.maxMessageBytes)
+	log.Info("memory limit", "bytes", limit, "from", source)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildinfo.Get().Register(reg)
@@ -176,35 +181,45 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("origin client config: %w", err)
 	}
 
-	// The watcher invalidates through the engine, which the engine's trust
-	// check reads back from the watcher: the trust hook closes the loop,
-	// through a pointer set once both exist (nil: trust rests on TTLs).
+	// The watcher invalidates through the fetcher, whose trust check reads
+	// back from the watcher: the trust hook closes the loop, through a
+	// pointer set once both exist (nil: trust rests on TTLs).
 	var watching atomic.Pointer[coherence.Watcher]
-	o.engine.Trust = func() (bool, time.Duration) {
+	o.fetch.Trust = func() (bool, time.Duration) {
 		if w := watching.Load(); w != nil {
 			return w.Trust()
 		}
 		return true, 0
 	}
 	var planner prefetch.Planner = o.planner
-	if o.engine.Mode == prefetch.ModeAdaptive {
+	if o.sched.Mode == prefetch.ModeAdaptive {
 		planner = prefetch.NewAdaptive(prefetch.AdaptiveConfig{MaxDepth: o.server.MaxDepth, MaxObjects: o.planner.MaxObjects})
 	}
-	e, err := prefetch.New(o.engine, oc, c, planner, m)
+	o.fetch.Metrics = m.FetchMetrics()
+	if obs, ok := planner.(fetch.Observer); ok {
+		o.fetch.Observer = obs
+	}
+	f, err := fetch.New(o.fetch, oc, c)
+	if err != nil {
+		return fmt.Errorf("fetch config: %w", err)
+	}
+	o.sched.Metrics = m.PrefetchMetrics()
+	o.sched.TierBytes = c.PrefetchBytes()
+	sched, err := prefetch.New(o.sched, f, planner)
 	if err != nil {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
-	defer e.Close()
-	// A new dataset on the origin's address flushes through the engine.
-	ident := coherence.NewIdentity(coherence.ResetFunc(func(string) { e.Clear() }),
+	defer sched.Close()
+	// A new dataset on the origin's address flushes through the fetcher.
+	ident := coherence.NewIdentity(coherence.ResetFunc(func(string) { f.Clear() }),
 		m.OriginDatasetChanges.WithLabelValues("default"), log)
 	var watcher *coherence.Watcher
 	if o.watch {
-		watcher = coherence.New(o.coherence, coherence.FromClient(oc), e, ident, m, log)
+		watcher = coherence.New(o.coherence, coherence.FromClient(oc), f, ident, m, log)
 		watching.Store(watcher)
 	}
 
-	svc, err := server.New(o.server, e, c, oc, log)
+	svc, err := server.New(o.server, f, sched, oc, log)
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}

@@ -17,6 +17,7 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/origin"
@@ -81,9 +82,12 @@ func newRig(t *testing.T, objs []*graph.Object, o rigOptions) *rig {
 	c, err := cache.New(cache.Config{}, m)
 	require.NoError(t, err)
 	oc := origin.NewClient(occ, m)
-	e, err := prefetch.New(o.engine, oc, c, o.planner, m)
+	f, err := fetch.New(fetch.Config{Metrics: m.FetchMetrics()}, oc, c)
 	require.NoError(t, err)
-	svc, err := New(o.server, e, c, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	o.engine.Metrics = m.PrefetchMetrics()
+	e, err := prefetch.New(o.engine, f, o.planner)
+	require.NoError(t, err)
+	svc, err := New(o.server, f, e, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(m)...)
 	t.Cleanup(func() { e.Close(); c.Close() })

@@ -16,6 +16,7 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/origin"
@@ -40,9 +41,11 @@ func newHostileRig(t *testing.T, o *origintest.Origin, cfg origin.Config) *hosti
 	require.NoError(t, err)
 	oc, err := origin.New(o.Start(t), cfg, m)
 	require.NoError(t, err)
-	e, err := prefetch.New(modeOff, oc, c, prefetch.Static{}, m)
+	f, err := fetch.New(fetch.Config{Metrics: m.FetchMetrics()}, oc, c)
 	require.NoError(t, err)
-	svc, err := New(Config{}, e, c, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e, err := prefetch.New(modeOff, f, prefetch.Static{})
+	require.NoError(t, err)
+	svc, err := New(Config{}, f, e, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	codec := NewRequestCodec()
 	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) },
