@@ -164,6 +164,8 @@ func cli(args []string, stdout, stderr io.Writer) int {
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.
 func run(ctx context.Context, o *options, log *slog.Logger) error {
+	limit, source := setMemoryLimit(o.cache, o.transport.maxMessageBytes)
+	log.Info("memory limit", "bytes", limit, "from", source)
 	reg := o.registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
