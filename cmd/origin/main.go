@@ -35,6 +35,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/originserver"
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
+	"github.com/lookahead-dev/lookahead/internal/tracing"
 )
 
 type options struct {
@@ -53,6 +54,7 @@ type options struct {
 	settings                                           []string // every setting as name=value, for --check-config
 	pg                                                 pgOptions
 	registry                                           registry // nil: a new prometheus.Registry; tests pass one that records
+	tracing                                            tracing.Config
 }
 
 // registry is where run registers every collector, and what /metrics serves.
@@ -99,6 +101,7 @@ func parseFlags(args []string) (*options, error) {
 	config := fs.String("config", "", "YAML file of settings: each flag's name is a key (precedence: flags, then LOOKAHEAD_ORIGIN_* environment variables, then this file, then defaults)")
 	fs.BoolVar(&o.checkConfig, "check-config", false, "check every setting (flags, environment, --config file), print them as name=value and exit: status 0 if all are valid, 2 if not; nothing is started")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.StringVar(&o.tracing.Endpoint, "otlp-endpoint", "", "send OpenTelemetry traces of every request, continuing the caller's trace, to this OTLP/gRPC collector: http://host:4317 (plaintext) or https://…; empty = no tracing")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -198,8 +201,21 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 	if watched != nil {
 		sopts = append(sopts, grpc.Creds(credentials.NewTLS(watched.Config)))
 	}
+	o.tracing.Service = "lookahead-origin"
+	tr, err := tracing.New(ctx, o.tracing)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tr.Close(sctx); err != nil {
+			log.Warn("tracing", "err", err)
+		}
+	}()
 	gm := metrics.NewGRPCServer(reg)
 	sopts = append(sopts, grpc.ChainUnaryInterceptor(gm.UnaryServerInterceptor()), grpc.ChainStreamInterceptor(gm.StreamServerInterceptor()))
+	sopts = append(sopts, tr.ServerOptions()...)
 	gs := grpc.NewServer(sopts...)
 	lookaheadv1.RegisterOriginServiceServer(gs, svc)
 	hs := health.NewServer()

@@ -52,6 +52,9 @@ func (o *options) finish(level string) error {
 			errs = append(errs, fmt.Errorf("-load: %w", err))
 		}
 	}
+	if err := o.tracing.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("-otlp-endpoint: %w", err))
+	}
 	if o.drainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("-drain-timeout %v: must not be negative", o.drainTimeout))
 	}

@@ -42,6 +42,7 @@ var badValues = map[string][]flagconftest.Bad{
 	"tls-key":            {{"/nonexistent/key.pem", "certificate and key must be given together"}},
 	"tls-client-ca":      {{"/nonexistent/ca.pem", "certificate and key must be given together"}},
 	"log-level":          {{"loud", `-log-level "loud": want debug, info, warn or error`}},
+	"otlp-endpoint":      {{"collector:4317", `otlp endpoint "collector:4317": want http://host:port`}, {"ftp://c:21", "want http://host:port"}},
 	"drain-timeout":      {{"-1s", "-drain-timeout -1s: must not be negative"}},
 	"config":             {{"/nonexistent/origin.yaml", "no such file"}},
 }

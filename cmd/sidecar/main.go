@@ -38,6 +38,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 	"github.com/lookahead-dev/lookahead/internal/server"
+	"github.com/lookahead-dev/lookahead/internal/tracing"
 )
 
 type options struct {
@@ -58,6 +59,8 @@ type options struct {
 	pprof                                                   bool     // serve /debug/pprof/ beside /metrics
 	settings                                                []string // every setting as name=value, for --check-config
 	registry                                                registry // nil: a new prometheus.Registry; tests pass one that records
+	tracing                                                 tracing.Config
+	tracer                                                  *tracing.Tracing // nil: from tracing; tests pass one that records
 }
 
 // registry is where run registers every collector, and what /metrics serves.
@@ -106,6 +109,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.checkConfig, "check-config", false, "check every setting (flags, environment, --config file), print them as name=value and exit: status 0 if all are valid, 2 if not; nothing is started")
 	config := fs.String("config", "", "YAML file of settings: each flag's name is a key (precedence: flags, then LOOKAHEAD_SIDECAR_* environment variables, then this file, then defaults)")
 	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	fs.StringVar(&o.tracing.Endpoint, "otlp-endpoint", "", "send OpenTelemetry traces (requests, cache lookups, origin round trips) to this OTLP/gRPC collector: http://host:4317 (plaintext) or https://…; empty = no tracing, at no cost")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
 	}
@@ -186,7 +190,22 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return err
 	}
 	defer stopTLS()
-	cc, err := o.transport.dial(o.originAddr)
+	tr := o.tracer
+	if tr == nil {
+		o.tracing.Service = "lookahead-sidecar"
+		if tr, err = tracing.New(ctx, o.tracing); err != nil {
+			return err
+		}
+	}
+	defer func() {
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := tr.Close(sctx); err != nil {
+			log.Warn("tracing", "err", err)
+		}
+	}()
+	o.server.Tracer = tr.Tracer("github.com/lookahead-dev/lookahead/internal/server")
+	cc, err := o.transport.dial(o.originAddr, tr.DialOptions()...)
 	if err != nil {
 		return fmt.Errorf("origin %s: %w", o.originAddr, err)
 	}
@@ -242,6 +261,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	// request that does not decode is counted with its INVALID_ARGUMENT.
 	gm := metrics.NewGRPCServer(reg)
 	sopts := append(server.Interceptors(gm), server.NewRequestCodec().ServerOptions()...)
+	sopts = append(sopts, tr.ServerOptions()...)
 	gs := grpc.NewServer(append(sopts, o.transport.serverOptions()...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()

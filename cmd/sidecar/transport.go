@@ -116,9 +116,9 @@ func (t *transportOptions) watchTLS() (stop func(), err error) {
 	return func() { srv.Close(); cli.Close() }, nil
 }
 
-// dial connects to the origin at target.
-func (t *transportOptions) dial(target string) (*grpc.ClientConn, error) {
-	return origin.Dial(target, origin.DialConfig{TLS: t.originTLS, MaxMessageBytes: int(t.maxMessageBytes), ReconnectMax: time.Second})
+// dial connects to the origin at target, with extra options (tracing's).
+func (t *transportOptions) dial(target string, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
+	return origin.Dial(target, origin.DialConfig{TLS: t.originTLS, MaxMessageBytes: int(t.maxMessageBytes), ReconnectMax: time.Second, Options: extra})
 }
 
 // serverOptions are the gRPC server's message limits and credentials.

@@ -40,6 +40,7 @@ func (o *options) finish(raw rawOptions) error {
 		wrap("-prefetch-depth, -prefetch-max-objects", o.planner.Validate()),
 		wrap("-cache-bytes, -prefetch-bytes, -ttl, -negative-ttl", o.cache.Validate()),
 		wrap("-origin-*", origin.Config.Validate(o.transport.client)))
+	errs = append(errs, wrap("-otlp-endpoint", o.tracing.Validate()))
 	server := o.server
 	server.SetDefaults()
 	errs = append(errs, wrap("-max-ids, -max-depth, -max-objects", server.Validate()))

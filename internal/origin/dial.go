@@ -24,6 +24,8 @@ type DialConfig struct {
 	// connection; default 1s. gRPC's own default (120s) would leave the
 	// sidecar failing fast for up to two minutes after its origin is back.
 	ReconnectMax time.Duration
+	// Options are added to the connection's own (tracing's stats handler).
+	Options []grpc.DialOption
 }
 
 // DefaultMaxMessageBytes is DialConfig.MaxMessageBytes's default.
@@ -49,11 +51,11 @@ func Dial(target string, cfg DialConfig) (*grpc.ClientConn, error) {
 	bo := backoff.DefaultConfig
 	bo.BaseDelay = min(bo.BaseDelay, cfg.ReconnectMax/4)
 	bo.MaxDelay = cfg.ReconnectMax
-	cc, err := grpc.NewClient(target,
+	cc, err := grpc.NewClient(target, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes)),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
-	)
+	}, cfg.Options...)...)
 	if err != nil {
 		return nil, fmt.Errorf("origin dial %s: %w", target, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"log/slog"
 
+	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -26,6 +27,8 @@ type Config struct {
 	MaxObjects   int // max_objects of a GetGraph or a hint; default 100000
 	ChunkObjects int // objects per GetGraph message; default 256
 	ChunkBytes   int // object bytes per GetGraph message, roughly; default 1 MiB
+	// Tracer spans each cache lookup of a Get or BatchGet; nil = no spans.
+	Tracer trace.Tracer
 }
 
 // SetDefaults fills zero values with the documented defaults.
@@ -103,7 +106,9 @@ func New(cfg Config, f Fetcher, sched Scheduler, w Writer, log *slog.Logger) (*S
 
 // get answers ids and tells the scheduler.
 func (s *Server) get(ctx context.Context, ids []string, h prefetch.Hint) (*fetch.Answer, error) {
+	ctx, span := s.lookupSpan(ctx, len(ids))
 	a, err := s.fetcher.Get(ctx, ids)
+	endLookup(span, a, err)
 	if err != nil {
 		return nil, toStatus(err)
 	}
