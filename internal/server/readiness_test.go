@@ -29,7 +29,7 @@ func TestReadinessFollowsOriginCalls(t *testing.T) {
 		bad     origintest.Misbehaviour
 		gets    int
 		wantErr string
-		probes  int // round trips the next two Checks make (a probe is refused while the breaker is open)
+		probes  int  // round trips the next two Checks make (a probe is refused while the breaker is open)
 		healed  bool // the first probe succeeds: it asks for no id, so an origin failing only some ids passes it
 	}{
 		{name: "BatchGet UNAVAILABLE while health says SERVING", cfg: origin.Config{BreakerFailures: -1},
