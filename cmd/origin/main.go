@@ -206,13 +206,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 	if err != nil {
 		return err
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := tr.Close(sctx); err != nil {
-			log.Warn("tracing", "err", err)
-		}
-	}()
+	defer tr.Stop(log)
 	gm := metrics.NewGRPCServer(reg)
 	sopts = append(sopts, grpc.ChainUnaryInterceptor(gm.UnaryServerInterceptor()), grpc.ChainStreamInterceptor(gm.StreamServerInterceptor()))
 	sopts = append(sopts, tr.ServerOptions()...)

@@ -4,11 +4,8 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"strings"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 
@@ -28,16 +25,9 @@ func TestMetricsDocumented(t *testing.T) {
 	require.NoError(t, err)
 	rec := doccheck.NewRecorder()
 	o.registry = rec
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- run(ctx, o, slog.New(slog.NewTextHandler(io.Discard, nil))) }()
-	require.Eventually(t, func() bool {
-		_, err := os.Stat(o.addrFile)
-		return err == nil
-	}, 30*time.Second, 10*time.Millisecond, "the sidecar writes its addresses once serving")
-	cancel()
-	require.NoError(t, <-done)
-
+	doccheck.RunUntilServing(t, o.addrFile, func(ctx context.Context) error {
+		return run(ctx, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	})
 	doccheck.SameNames(t, readme, "Sidecar metrics", "metric", rec.Names("go_", "process_", "promhttp_"))
 }
 
@@ -46,13 +36,5 @@ func TestMetricsDocumented(t *testing.T) {
 func TestFlagsDocumented(t *testing.T) {
 	o, err := parseFlags(nil)
 	require.NoError(t, err)
-	var flags []string
-	for _, s := range o.settings {
-		name, _, _ := strings.Cut(s, "=")
-		flags = append(flags, "--"+name)
-	}
-	for _, name := range []string{"check-config", "version"} { // actions, not settings
-		flags = append(flags, "--"+name)
-	}
-	doccheck.SameNames(t, readme, "sidecar", "flag", flags)
+	doccheck.SameNames(t, readme, "sidecar", "flag", doccheck.Flags(o.settings))
 }

@@ -200,13 +200,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 			return err
 		}
 	}
-	defer func() {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		if err := tr.Close(sctx); err != nil {
-			log.Warn("tracing", "err", err)
-		}
-	}()
+	defer tr.Stop(log)
 	o.server.Tracer = tr.Tracer("github.com/lookahead-dev/lookahead/internal/server")
 	cc, err := o.transport.dial(o.originAddr, tr.DialOptions()...)
 	if err != nil {

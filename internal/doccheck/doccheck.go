@@ -4,6 +4,7 @@
 package doccheck
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"regexp"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
@@ -150,4 +152,31 @@ func SameNames(t *testing.T, readme, heading, what string, have []string) {
 	for _, n := range documented {
 		assert.Contains(t, have, n, "the README's %q table documents %s %s, which does not exist", heading, what, n)
 	}
+}
+
+// RunUntilServing runs a command's run function until the address file it
+// was told to write appears (it is serving, everything registered), then
+// stops it and waits for it to return.
+func RunUntilServing(t *testing.T, addrFile string, run func(ctx context.Context) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx) }()
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(addrFile)
+		return err == nil
+	}, 30*time.Second, 10*time.Millisecond, "the command writes its addresses once serving")
+	cancel()
+	require.NoError(t, <-done)
+}
+
+// Flags turns name=value settings into --name flags, with the action flags
+// that are not settings (--check-config, --version) added.
+func Flags(settings []string) []string {
+	flags := []string{"--check-config", "--version"}
+	for _, s := range settings {
+		name, _, _ := strings.Cut(s, "=")
+		flags = append(flags, "--"+name)
+	}
+	return flags
 }

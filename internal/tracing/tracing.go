@@ -8,7 +8,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/url"
+	"time"
 
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc"
 	"go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc/filters"
@@ -108,6 +110,16 @@ func (t *Tracing) Tracer(name string) trace.Tracer {
 		return nil
 	}
 	return t.tp.Tracer(name)
+}
+
+// Stop is Close within 5 seconds, logging a failure: for a command's
+// shutdown, where nothing else can be done about it.
+func (t *Tracing) Stop(log *slog.Logger) {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := t.Close(ctx); err != nil {
+		log.Warn("tracing", "err", err)
+	}
 }
 
 // Close flushes the spans not yet exported and stops; ctx bounds the wait.
