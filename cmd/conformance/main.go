@@ -13,15 +13,17 @@ import (
 	"os/signal"
 	"time"
 
+	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/conformance"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
 )
 
 type options struct {
-	target string
-	cfg    conformance.Config
-	tls    tlsconfig.Client
+	target  string
+	cfg     conformance.Config
+	tls     tlsconfig.Client
+	version bool
 }
 
 func parseFlags(args []string, out io.Writer) (*options, error) {
@@ -41,8 +43,12 @@ func parseFlags(args []string, out io.Writer) (*options, error) {
 	fs.StringVar(&o.tls.CertFile, "tls-cert", "", "client certificate (PEM) for an origin that requires mutual TLS")
 	fs.StringVar(&o.tls.KeyFile, "tls-key", "", "private key (PEM) of --tls-cert")
 	fs.StringVar(&o.tls.ServerName, "tls-server-name", "", "name the origin's certificate must carry; empty = the host of --target")
+	fs.BoolVar(&o.version, "version", false, "print the version and exit")
 	if err := fs.Parse(args); err != nil {
 		return nil, err
+	}
+	if o.version {
+		return o, nil
 	}
 	var errs []error
 	if fs.NArg() > 0 {
@@ -66,6 +72,10 @@ func main() {
 func run(args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err == nil && o.version {
+		fmt.Fprintln(stdout, "conformance", buildinfo.Get())
 		return 0
 	}
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 
 	"github.com/lookahead-dev/lookahead"
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/scrape"
 	"github.com/lookahead-dev/lookahead/internal/store/postgres/pgtest"
@@ -28,7 +29,12 @@ import (
 func main() {
 	bin := flag.String("bin", "bin", "directory holding the origin and sidecar binaries")
 	orders := flag.Int("walk-orders", 20, "orders walked per pass")
+	version := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *version {
+		fmt.Println("demo-postgres", buildinfo.Get())
+		return
+	}
 	if err := run(*bin, *orders); err != nil {
 		fmt.Fprintln(os.Stderr, "demo-postgres:", err)
 		os.Exit(1)

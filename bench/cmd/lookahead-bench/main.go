@@ -14,6 +14,7 @@ import (
 
 	"github.com/lookahead-dev/lookahead/bench"
 	"github.com/lookahead-dev/lookahead/bench/floor"
+	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 )
 
 func main() {
@@ -28,7 +29,12 @@ func main() {
 	workloads := flag.String("workloads", "", "comma-separated subset of w1,w2,w3,w4,w5,w6; empty runs all")
 	grid := flag.String("w5-grid", "", `W5's static settings searched for the best static row, "DEPTH/MAX_OBJECTS,..." (e.g. 1/100,2/200); empty = the mode's grid`)
 	requireRedis := flag.Bool("require-redis", false, "fail when redis-server is not installed instead of skipping the redis rows")
+	version := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
+	if *version {
+		fmt.Println("lookahead-bench", buildinfo.Get())
+		return
+	}
 	cfg, err := bench.Preset(*mode)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lookahead-bench:", err)
