@@ -34,6 +34,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/coherence"
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/near"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 	"github.com/lookahead-dev/lookahead/internal/server"
@@ -187,14 +188,21 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if o.engine.Mode == prefetch.ModeAdaptive {
 		planner = prefetch.NewAdaptive(prefetch.AdaptiveConfig{MaxDepth: o.server.MaxDepth, MaxObjects: o.planner.MaxObjects})
 	}
-	e, err := prefetch.New(o.engine, oc, c, planner, m)
+	// The near-cache hub hears of every change (Watch, writes, Invalidate)
+	// and, until the scheduler reports its predictions, of every object
+	// fetched from the origin.
+	hub, err := near.New(near.Config{MaxAge: o.cache.TTL}, reg)
+	if err != nil {
+		return fmt.Errorf("near config: %w", err)
+	}
+	e, err := prefetch.New(o.engine, hub.Fetching(oc), c, planner, m)
 	if err != nil {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
 	defer e.Close()
 	var watcher *coherence.Watcher
 	if o.watch {
-		watcher = coherence.New(o.coherence, coherence.FromClient(oc), e, m, log)
+		watcher = coherence.New(o.coherence, coherence.FromClient(oc), hub.Watching(e), m, log)
 		watching.Store(watcher)
 	}
 
@@ -202,6 +210,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
+	svc.EnableNear(hub)
 	gs := grpc.NewServer(append(server.Interceptors(m), o.transport.serverOptions()...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()

@@ -19,6 +19,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/near"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/originserver"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
@@ -33,6 +34,7 @@ func TestMain(m *testing.M) {
 // its own in-memory listener.
 type rig struct {
 	client     lookaheadv1.SidecarServiceClient
+	hub        *near.Hub
 	m          *metrics.Set
 	originGRPC *grpc.Server
 }
@@ -42,6 +44,7 @@ type rigOptions struct {
 	server  Config
 	planner prefetch.Static
 	engine  prefetch.Config
+	near    near.Config
 }
 
 func serve(t *testing.T, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, *grpc.ClientConn) {
@@ -81,13 +84,16 @@ func newRig(t *testing.T, objs []*graph.Object, o rigOptions) *rig {
 	c, err := cache.New(cache.Config{}, m)
 	require.NoError(t, err)
 	oc := origin.NewClient(occ, m)
-	e, err := prefetch.New(o.engine, oc, c, o.planner, m)
+	hub, err := near.New(o.near, prometheus.NewRegistry())
+	require.NoError(t, err)
+	e, err := prefetch.New(o.engine, hub.Fetching(oc), c, o.planner, m)
 	require.NoError(t, err)
 	svc, err := New(o.server, e, c, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
+	svc.EnableNear(hub)
 	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(m)...)
 	t.Cleanup(func() { e.Close(); c.Close() })
-	return &rig{client: lookaheadv1.NewSidecarServiceClient(scc), m: m, originGRPC: ogs}
+	return &rig{client: lookaheadv1.NewSidecarServiceClient(scc), hub: hub, m: m, originGRPC: ogs}
 }
 
 func taskTree(t *testing.T, roots, fanout, levels int) []*graph.Object {

@@ -15,6 +15,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
+	"github.com/lookahead-dev/lookahead/internal/near"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
@@ -75,6 +76,7 @@ type Server struct {
 	cache  *cache.Cache
 	writer Writer
 	log    *slog.Logger
+	near   *near.Hub // nil unless EnableNear
 }
 
 // New builds the sidecar service.
@@ -95,6 +97,7 @@ func (s *Server) Get(ctx context.Context, req *lookaheadv1.GetRequest) (*lookahe
 	if err != nil {
 		return nil, err
 	}
+	s.track(ctx, []string{req.GetId()})
 	rs, _, err := s.engine.Get(ctx, []string{req.GetId()}, h)
 	if err != nil {
 		return nil, toStatus(err)
@@ -114,6 +117,7 @@ func (s *Server) BatchGet(ctx context.Context, req *lookaheadv1.BatchGetRequest)
 	if err != nil {
 		return nil, err
 	}
+	s.track(ctx, req.GetIds())
 	rs, missing, err := s.engine.Get(ctx, req.GetIds(), h)
 	if err != nil {
 		return nil, toStatus(err)
@@ -182,15 +186,18 @@ func (s *Server) Put(ctx context.Context, req *lookaheadv1.PutRequest) (*lookahe
 	if err := o.Validate(); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "object: %v", err)
 	}
+	s.track(ctx, []string{o.ID})
 	v, err := s.writer.Put(ctx, o, req.ExpectedVersion)
 	if err != nil {
 		// Invalidate even so: the write may have landed before the error.
 		s.cache.Invalidate(o.ID)
+		s.nearChanged(o.ID, 0, false)
 		return nil, toStatus(err)
 	}
 	// Drop older copies and refuse any fetch still carrying one: this
 	// sidecar's own reads see the write at once, before Watch delivers it.
 	s.engine.InvalidateVersion(o.ID, v, false)
+	s.nearChanged(o.ID, v, false)
 	return &lookaheadv1.PutResponse{Version: v}, nil
 }
 
@@ -199,8 +206,10 @@ func (s *Server) Delete(ctx context.Context, req *lookaheadv1.DeleteRequest) (*l
 	if err := checkID("id", req.GetId()); err != nil {
 		return nil, err
 	}
+	s.track(ctx, []string{req.GetId()})
 	err := s.writer.Delete(ctx, req.GetId(), req.ExpectedVersion)
 	s.cache.Invalidate(req.GetId())
+	s.nearChanged(req.GetId(), 0, err == nil)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -213,7 +222,17 @@ func (s *Server) Invalidate(_ context.Context, req *lookaheadv1.InvalidateReques
 		return nil, err
 	}
 	n := s.cache.Invalidate(req.GetIds()...)
+	if s.near != nil {
+		s.near.Dropped(req.GetIds()...)
+	}
 	return &lookaheadv1.InvalidateResponse{Invalidated: uint32(n)}, nil
+}
+
+// nearChanged tells near-cache subscribers of a write through this server.
+func (s *Server) nearChanged(id string, version uint64, deleted bool) {
+	if s.near != nil {
+		s.near.Changed(id, version, deleted)
+	}
 }
 
 func result(r prefetch.Result) *lookaheadv1.Result {
