@@ -8,7 +8,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -X github.com/lookahead-dev/lookahead/internal/buildinfo.version=$(VERSION) -X github.com/lookahead-dev/lookahead/internal/buildinfo.revision=$(REVISION)
 
-.PHONY: all build demo test check proto proto-check lint fmt-check vet unit clients clean k8s-check prometheus-e2e rules
+.PHONY: all build demo demo-postgres test check proto proto-check lint fmt-check vet unit clients clean k8s-check prometheus-e2e rules
 
 all: build
 
@@ -19,6 +19,10 @@ build:
 ## demo: origin seeded with task trees + sidecars with prefetch off and on, two walks each
 demo: build
 	$(BIN)/demo --bin $(BIN)
+
+## demo-postgres: throwaway PostgreSQL with the sample shop, the origin over it (origin --store postgres://…), sidecars with prefetch off and on, orders walked as a lazy ORM does
+demo-postgres: build
+	$(BIN)/demo-postgres --bin $(BIN)
 
 ## test: everything CI checks (formatting, vet, generated code, Go tests with -race, the Python/Node/Java clients)
 test: check unit clients

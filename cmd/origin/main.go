@@ -33,7 +33,6 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/originserver"
-	"github.com/lookahead-dev/lookahead/internal/store"
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
 )
 
@@ -51,18 +50,20 @@ type options struct {
 	tls                                                *tls.Config // loaded from tlsFiles; nil = plaintext
 	checkConfig, version                               bool
 	settings                                           []string // every setting as name=value, for --check-config
+	pg                                                 pgOptions
 }
 
 func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("origin", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprintf(fs.Output(), "Usage: origin [flags]\n\nServes lookahead's OriginService over an embedded bbolt store.\n\nFlags:\n")
+		fmt.Fprintf(fs.Output(), "Usage: origin [flags]\n\nServes lookahead's OriginService over an embedded bbolt store or a PostgreSQL schema.\n       origin postgres-introspect|postgres-install -h\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7071", "gRPC listen address; port 0 picks a free port (see -addr-file)")
-	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9091", "HTTP address for /metrics; empty disables")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:7073", "HTTP address for /metrics; empty disables")
 	fs.StringVar(&o.dataDir, "data", "./data/origin", "directory of the store; the file is origin.db inside, created if needed")
+	o.pg.flags(fs)
 	fs.StringVar(&o.addrFile, "addr-file", "", `once serving (store open and seeded), write "grpc ADDR" and "metrics ADDR" lines to this file`)
 	fs.StringVar(&o.seed, "seed", "none", "dataset to generate into an empty store: none, tasks, random or social")
 	fs.BoolVar(&o.reseed, "reseed", false, "seed and -load even when the store is not empty (same ids get a new version)")
@@ -120,6 +121,9 @@ func main() {
 // cli runs the command with args and returns its exit status: 2 for a bad
 // setting, 1 when the origin stopped on an error.
 func cli(args []string, stdout, stderr io.Writer) int {
+	if status, ok := postgresCommand(args, stdout, stderr); ok {
+		return status
+	}
 	o, err := parseFlags(args)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -148,23 +152,22 @@ func cli(args []string, stdout, stderr io.Writer) int {
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.
 func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
-	if err := os.MkdirAll(o.dataDir, 0o755); err != nil {
-		return fmt.Errorf("data directory: %w", err)
-	}
-	st, err := store.Open(filepath.Join(o.dataDir, "origin.db"), store.Config{})
+	st, err := openStore(ctx, o, log)
 	if err != nil {
 		return err
 	}
 	defer func() {
-		if cerr := st.Close(); cerr != nil && err == nil {
+		if cerr := st.close(); cerr != nil && err == nil {
 			err = cerr
 		}
 	}()
-	empty, err := st.Empty()
-	if err != nil {
-		return err
+	empty := false
+	if st.bolt != nil {
+		if empty, err = st.bolt.Empty(); err != nil {
+			return err
+		}
+		log.Info("store open", "path", filepath.Join(o.dataDir, "origin.db"), "revision", st.Revision(), "empty", empty)
 	}
-	log.Info("store open", "path", filepath.Join(o.dataDir, "origin.db"), "revision", st.Revision(), "empty", empty)
 
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
@@ -215,8 +218,8 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 	}
 
 	var runErr error
-	if empty || o.reseed {
-		runErr = seed(ctx, st, o, log)
+	if st.bolt != nil && (empty || o.reseed) {
+		runErr = seed(ctx, st.bolt, o, log)
 	} else if o.seed != "none" || o.loadPath != "" {
 		log.Info("store not empty: not seeding (use -reseed to seed anyway)", "seed", o.seed, "load", o.loadPath)
 	}

@@ -39,6 +39,7 @@ func (o *options) finish(level string) error {
 	if err := o.server.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("-max-ids, -max-depth, -max-objects, -latency: %w", err))
 	}
+	errs = append(errs, o.pg.validate(o))
 	if o.listen == "" {
 		errs = append(errs, errors.New("-listen is empty: nothing to serve on"))
 	}

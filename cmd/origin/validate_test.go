@@ -18,6 +18,8 @@ var badValues = map[string][]flagconftest.Bad{
 	"metrics-listen":     {{"localhost", `-metrics-listen "localhost": want host:port`}},
 	"data":               {{"", "-data is empty"}},
 	"addr-file":          nil, // any path
+	"store":              {{"mysql://db", "-store: want empty (bbolt) or a postgres:// URL"}, {"postgres://db", "-store postgres://… needs -mapping"}},
+	"mapping":            {{"/nonexistent/mapping.yaml", "-mapping without -store postgres://…"}},
 	"seed":               {{"everything", `-seed "everything": want none, tasks, random or social`}},
 	"social-users":       {{"0", "-social-users 0: want 1 to"}},
 	"social-max-friends": {{"0", "-social-max-friends 0: want at least 1"}},

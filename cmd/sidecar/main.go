@@ -32,6 +32,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/coherence"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/near"
@@ -42,8 +43,10 @@ import (
 
 type options struct {
 	listen, unixSocket, metricsListen, originAddr, addrFile string
+	unixSocketMode                                          os.FileMode
 	cache                                                   cache.Config
-	engine                                                  prefetch.Config
+	fetch                                                   fetch.Config
+	sched                                                   prefetch.Config
 	planner                                                 prefetch.Static
 	fields                                                  string
 	server                                                  server.Config
@@ -61,8 +64,10 @@ func parseFlags(args []string) (*options, error) {
 	o := &options{}
 	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7070", "gRPC listen address (TCP); empty disables TCP")
-	fs.StringVar(&o.unixSocket, "unix-socket", "", "also listen on this unix socket path")
-	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9090", "HTTP address for /metrics; empty disables")
+	fs.StringVar(&o.unixSocket, "unix-socket", "", "also listen on this unix socket path; an existing socket is replaced only when nothing listens on it, anything else there stops the start")
+	o.unixSocketMode = 0o660
+	fs.Var((*fileMode)(&o.unixSocketMode), "unix-socket-mode", "permission bits of --unix-socket, in octal: who may connect (write permission is needed to connect)")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:7072", "HTTP address for /metrics; empty disables")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines: for diagnosing memory or CPU in production)")
 	fs.StringVar(&o.originAddr, "origin", "127.0.0.1:7071", "origin gRPC address (host:port or a grpc target such as unix:///path)")
 	fs.StringVar(&o.addrFile, "addr-file", "", "write the bound gRPC and metrics addresses to this file once listening")
@@ -72,18 +77,19 @@ func parseFlags(args []string) (*options, error) {
 	fs.Var((*byteSize)(&o.cache.PrefetchBytes), "prefetch-bytes", "prefetch tier budget in bytes: room for speculative objects (db4o prefetchCacheSize)")
 	fs.DurationVar(&o.cache.NegativeTTL, "negative-ttl", 5*time.Second, "how long a NOT_FOUND answer is remembered; negative disables")
 	fs.DurationVar(&o.cache.TTL, "ttl", 0, "how long a cached object is fresh; 0 = until evicted or invalidated")
-	fs.DurationVar(&o.engine.StaleWhileRevalidate, "stale-while-revalidate", 0, "after --ttl, answer a stale object at once (marked stale) and refetch it in the background, for this long")
-	fs.DurationVar(&o.engine.StaleIfError, "stale-if-error", 0, "after --ttl, or while the origin's change stream is down past --watch-grace, answer a stale object (marked stale) when the origin fails, for this long")
+	fs.DurationVar(&o.fetch.StaleWhileRevalidate, "stale-while-revalidate", 0, "after --ttl, answer a stale object at once (marked stale) and refetch it in the background, for this long")
+	fs.DurationVar(&o.fetch.StaleIfError, "stale-if-error", 0, "after --ttl, or while the origin's change stream is down past --watch-grace, answer a stale object (marked stale) when the origin fails, for this long")
 	fs.BoolVar(&o.watch, "watch", true, "follow the origin's change stream (Watch) to invalidate changed objects")
 	fs.DurationVar(&o.coherence.Grace, "watch-grace", 5*time.Second, "how long cached objects stay trusted while the change stream is down; after that they are revalidated")
 	mode := fs.String("prefetch-mode", "static", "prefetch mode: static (the --prefetch-* settings), adaptive (depth and fields learned from traffic; --prefetch-max-objects caps it) or off")
 	fs.IntVar(&o.planner.Depth, "prefetch-depth", 3, "reference levels to prefetch below a demanded object (db4o prefetchDepth)")
 	fs.IntVar(&o.planner.MaxObjects, "prefetch-max-objects", 1000, "objects one expansion may fetch (db4o prefetchObjectCount); 0 = no cap")
 	fs.StringVar(&o.fields, "prefetch-fields", "", "comma-separated ref fields to follow; empty = all")
-	fs.IntVar(&o.engine.Workers, "prefetch-workers", 4, "concurrent speculative origin requests (Knafla's support threads)")
-	fs.IntVar(&o.engine.BatchSize, "batch-size", 256, "ids per origin BatchGet")
-	fs.IntVar(&o.engine.QueueSize, "prefetch-queue", 1024, "speculative jobs waiting for a worker, newest first; beyond it the oldest are dropped and counted")
-	fs.BoolVar(&o.engine.DisableExpand, "no-expand", false, "never use the origin's server-side Expand")
+	fs.IntVar(&o.sched.Workers, "prefetch-workers", 4, "concurrent speculative origin requests (Knafla's support threads)")
+	fs.IntVar(&o.fetch.BatchSize, "batch-size", 256, "ids per origin BatchGet")
+	fs.IntVar(&o.fetch.DemandBatches, "demand-batches", 4, "demand BatchGets in flight at once; beyond it, concurrent requests' misses gather into the next batch")
+	fs.IntVar(&o.sched.QueueSize, "prefetch-queue", 1024, "speculative jobs waiting for a worker, newest first; beyond it the oldest are dropped and counted")
+	fs.BoolVar(&o.fetch.DisableExpand, "no-expand", false, "never use the origin's server-side Expand")
 	fs.IntVar(&o.server.MaxIDs, "max-ids", 1000, "ids per request")
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 16, "largest depth a request may ask for")
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 100000, "largest max_objects a request may ask for")
@@ -152,6 +158,8 @@ func cli(args []string, stdout, stderr io.Writer) int {
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.
 func run(ctx context.Context, o *options, log *slog.Logger) error {
+	limit, source := setMemoryLimit(o.cache, o.transport.maxMessageBytes)
+	log.Info("memory limit", "bytes", limit, "from", source)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildinfo.Get().Register(reg)
@@ -174,44 +182,61 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("origin client config: %w", err)
 	}
 
-	// The watcher invalidates through the engine, which the engine's trust
-	// check reads back from the watcher: the trust hook closes the loop,
-	// through a pointer set once both exist (nil: trust rests on TTLs).
+	// The watcher invalidates through the fetcher, whose trust check reads
+	// back from the watcher: the trust hook closes the loop, through a
+	// pointer set once both exist (nil: trust rests on TTLs).
 	var watching atomic.Pointer[coherence.Watcher]
-	o.engine.Trust = func() (bool, time.Duration) {
+	o.fetch.Trust = func() (bool, time.Duration) {
 		if w := watching.Load(); w != nil {
 			return w.Trust()
 		}
 		return true, 0
 	}
 	var planner prefetch.Planner = o.planner
-	if o.engine.Mode == prefetch.ModeAdaptive {
+	if o.sched.Mode == prefetch.ModeAdaptive {
 		planner = prefetch.NewAdaptive(prefetch.AdaptiveConfig{MaxDepth: o.server.MaxDepth, MaxObjects: o.planner.MaxObjects})
 	}
-	// The near-cache hub hears of every change (Watch, writes, Invalidate)
-	// and, until the scheduler reports its predictions, of every object
+	o.fetch.Metrics = m.FetchMetrics()
+	if obs, ok := planner.(fetch.Observer); ok {
+		o.fetch.Observer = obs
+	}
+	// The near-cache hub hears of every write-side event and clear through
+	// nf, and, until the scheduler reports its predictions, of every object
 	// fetched from the origin.
 	hub, err := near.New(near.Config{MaxAge: o.cache.TTL}, reg)
 	if err != nil {
 		return fmt.Errorf("near config: %w", err)
 	}
-	e, err := prefetch.New(o.engine, hub.Fetching(oc), c, planner, m)
+	f, err := fetch.New(o.fetch, hub.Fetching(oc), c)
+	if err != nil {
+		return fmt.Errorf("fetch config: %w", err)
+	}
+	nf := hub.Fetcher(f)
+	o.sched.Metrics = m.PrefetchMetrics()
+	o.sched.TierBytes = c.PrefetchBytes()
+	sched, err := prefetch.New(o.sched, f, planner)
 	if err != nil {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
-	defer e.Close()
+	defer sched.Close()
+	// A new dataset on the origin's address flushes through the fetcher.
+	ident := coherence.NewIdentity(coherence.ResetFunc(func(string) { nf.Clear() }),
+		m.OriginDatasetChanges.WithLabelValues("default"), log)
 	var watcher *coherence.Watcher
 	if o.watch {
-		watcher = coherence.New(o.coherence, coherence.FromClient(oc), hub.Watching(e), m, log)
+		watcher = coherence.New(o.coherence, coherence.FromClient(oc), nf, ident, m, log)
 		watching.Store(watcher)
 	}
 
-	svc, err := server.New(o.server, e, c, oc, log)
+	svc, err := server.New(o.server, nf, sched, oc, log)
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
 	svc.EnableNear(hub)
-	gs := grpc.NewServer(append(server.Interceptors(m), o.transport.serverOptions()...)...)
+	// The request codec comes after the counting interceptors, so that a
+	// request that does not decode is counted with its INVALID_ARGUMENT.
+	sopts := append(server.Interceptors(m), server.NewRequestCodec().ServerOptions()...)
+	gs := grpc.NewServer(append(sopts, o.transport.serverOptions()...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
@@ -223,6 +248,11 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	reflection.Register(gs)
 
 	var lis []net.Listener
+	defer func() { // on an early return; closing again after the server did is harmless
+		for _, l := range lis {
+			_ = l.Close()
+		}
+	}()
 	if o.listen != "" {
 		l, err := net.Listen("tcp", o.listen)
 		if err != nil {
@@ -231,10 +261,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		lis = append(lis, l)
 	}
 	if o.unixSocket != "" {
-		_ = os.Remove(o.unixSocket) // a stale socket from a crash
-		l, err := net.Listen("unix", o.unixSocket)
+		l, err := listenUnix(o.unixSocket, o.unixSocketMode)
 		if err != nil {
-			return fmt.Errorf("listen %s: %w", o.unixSocket, err)
+			return err
 		}
 		lis = append(lis, l)
 	}
@@ -278,7 +307,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		server.WatchOrigin(wctx, hs, oc.Check, o.healthInterval, log)
+		server.WatchOrigin(wctx, hs, coherence.NewProber(oc, ident, log).Probe, o.healthInterval, log)
 	}()
 
 	serveErr := make(chan error, len(lis))
@@ -315,9 +344,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		defer cancel()
 		_ = hsrv.Shutdown(sctx)
 	}
-	if o.unixSocket != "" {
-		_ = os.Remove(o.unixSocket)
-	}
+	// The unix listener removed its socket when the server closed it.
 	return runErr
 }
 

@@ -25,8 +25,8 @@ type rawOptions struct {
 // Every broken setting is reported, each naming its flag.
 func (o *options) finish(raw rawOptions) error {
 	var errs []error
-	o.engine.Mode = prefetch.Mode(raw.mode)
-	o.cache.StaleFor = max(o.engine.StaleWhileRevalidate, o.engine.StaleIfError)
+	o.sched.Mode = prefetch.Mode(raw.mode)
+	o.cache.StaleFor = max(o.fetch.StaleWhileRevalidate, o.fetch.StaleIfError)
 	if o.fields != "" {
 		o.planner.Fields = strings.Split(o.fields, ",")
 	}
@@ -35,7 +35,8 @@ func (o *options) finish(raw rawOptions) error {
 	}
 	errs = append(errs, o.transport.finish(), o.flagRules())
 	errs = append(errs,
-		wrap("-prefetch-mode, -prefetch-workers, -batch-size, -prefetch-queue", o.engine.Validate()),
+		wrap("-prefetch-mode, -prefetch-workers, -prefetch-queue", o.sched.Validate()),
+		wrap("-batch-size, -demand-batches, -stale-*", o.fetch.Validate()),
 		wrap("-prefetch-depth, -prefetch-max-objects", o.planner.Validate()),
 		wrap("-cache-bytes, -prefetch-bytes, -ttl, -negative-ttl", o.cache.Validate()),
 		wrap("-origin-*", origin.Config.Validate(o.transport.client)))
@@ -54,8 +55,9 @@ func (o *options) flagRules() error {
 		flag string
 		n    int64
 	}{
-		{"prefetch-workers", int64(o.engine.Workers)}, {"batch-size", int64(o.engine.BatchSize)},
-		{"prefetch-queue", int64(o.engine.QueueSize)}, {"max-ids", int64(o.server.MaxIDs)},
+		{"prefetch-workers", int64(o.sched.Workers)}, {"batch-size", int64(o.fetch.BatchSize)},
+		{"demand-batches", int64(o.fetch.DemandBatches)},
+		{"prefetch-queue", int64(o.sched.QueueSize)}, {"max-ids", int64(o.server.MaxIDs)},
 		{"max-depth", int64(o.server.MaxDepth)}, {"max-objects", int64(o.server.MaxObjects)},
 		{"cache-bytes", o.cache.MainBytes}, {"prefetch-bytes", o.cache.PrefetchBytes},
 	} {
@@ -70,8 +72,8 @@ func (o *options) flagRules() error {
 	}{
 		{"health-interval", o.healthInterval, false}, {"watch-grace", o.coherence.Grace, false},
 		{"drain-timeout", o.drainTimeout, true},
-		{"stale-while-revalidate", o.engine.StaleWhileRevalidate, true},
-		{"stale-if-error", o.engine.StaleIfError, true},
+		{"stale-while-revalidate", o.fetch.StaleWhileRevalidate, true},
+		{"stale-if-error", o.fetch.StaleIfError, true},
 	} {
 		switch {
 		case v.d < 0 && v.zero:

@@ -16,6 +16,7 @@ import (
 var badValues = map[string][]flagconftest.Bad{
 	"listen":                  {{"7070", "-listen \"7070\": want host:port"}},
 	"unix-socket":             nil, // any path; a bad one fails at listen
+	"unix-socket-mode":        {{"0778", "want octal permission bits"}, {"rw", "want octal permission bits"}},
 	"metrics-listen":          {{"localhost", "-metrics-listen \"localhost\": want host:port"}},
 	"pprof":                   {{"maybe", `"maybe"`}},
 	"origin":                  {{"", "-origin is empty"}},
@@ -34,6 +35,7 @@ var badValues = map[string][]flagconftest.Bad{
 	"prefetch-fields":         {{"a,,b", `-prefetch-fields "a,,b": field 2 is empty`}},
 	"prefetch-workers":        {{"0", "-prefetch-workers 0: must be at least 1"}, {"-1", "prefetch workers -1: must be at least 1"}},
 	"batch-size":              {{"0", "-batch-size 0: must be at least 1"}, {"-1", "batch size -1: must be at least 1"}},
+	"demand-batches":          {{"0", "-demand-batches 0: must be at least 1"}, {"-1", "demand batches -1: must be at least 1"}},
 	"prefetch-queue":          {{"0", "-prefetch-queue 0: must be at least 1"}, {"-1", "prefetch queue size -1: must be at least 1"}},
 	"no-expand":               {{"yes please", `"yes please"`}},
 	"max-ids":                 {{"0", "-max-ids 0: must be at least 1"}, {"-1", "max ids -1: must be at least 1"}},

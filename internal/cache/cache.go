@@ -98,6 +98,10 @@ type Cache struct {
 	// issued had when the last completed Wait began. Sets numbered above
 	// settled may still sit in ristretto's buffer, invisible to its Get.
 	issued, settled uint64
+	// changes numbers InvalidateVersion calls; written under mu, read
+	// without it by Changes.
+	changes atomic.Uint64
+	cleared uint64 // the changes number of the last Clear
 	// promoting lists prefetch nodes with an unsettled promotion (promoSeq
 	// non-zero); at most one entry per node, so it is bounded by pre.len().
 	promoting []*node
@@ -255,15 +259,21 @@ func (c *Cache) Promote(id string) bool {
 //
 // A copy older than a cached one is ignored (see Cache for the version rule).
 // A negative entry for an object's id is forgotten.
-func (c *Cache) AddDemand(objs ...*graph.Object) {
+func (c *Cache) AddDemand(objs ...*graph.Object) { c.FillDemand(Unchecked, objs...) }
+
+// FillDemand is AddDemand for objects a fetch read that began when Changes
+// was since: a copy of an id changed since then is not stored. It returns
+// the ids of the objects that were older than a version the origin had
+// announced (see InvalidateVersion), which are not stored either.
+func (c *Cache) FillDemand(since uint64, objs ...*graph.Object) (older []string) {
 	objs = newestByID(objs)
 	if len(objs) == 0 {
-		return
+		return nil
 	}
 	c.life.RLock()
 	defer c.life.RUnlock()
 	if c.closed {
-		return
+		return nil
 	}
 	now := c.cfg.Now()
 	expires, fresh := c.expiry(now), c.freshUntil(now)
@@ -271,8 +281,11 @@ func (c *Cache) AddDemand(objs ...*graph.Object) {
 	c.mu.Lock()
 	c.settleLocked()
 	for _, o := range objs {
-		if c.belowFloorLocked(o, now) {
+		if refuse, old := c.belowFloorLocked(o, since, now); refuse {
 			t.staleFills++
+			if old {
+				older = append(older, o.ID)
+			}
 			continue
 		}
 		c.forgetNegativeLocked(o.ID)
@@ -305,6 +318,7 @@ func (c *Cache) AddDemand(objs ...*graph.Object) {
 	c.mu.Lock()
 	c.settledLocked(seq)
 	c.mu.Unlock()
+	return older
 }
 
 // AddPrefetched stores speculative objects in the prefetch tier, evicting
@@ -312,15 +326,19 @@ func (c *Cache) AddDemand(objs ...*graph.Object) {
 // never used). Objects never go to the main tier from here, so speculation
 // cannot evict what was demanded. An object the main tier holds at the same
 // or a newer version is skipped; an older main-tier copy is dropped.
-func (c *Cache) AddPrefetched(objs ...*graph.Object) {
+func (c *Cache) AddPrefetched(objs ...*graph.Object) { c.FillPrefetched(Unchecked, objs...) }
+
+// FillPrefetched is AddPrefetched for objects a fetch read that began when
+// Changes was since (see FillDemand, also for older).
+func (c *Cache) FillPrefetched(since uint64, objs ...*graph.Object) (older []string) {
 	objs = newestByID(objs)
 	if len(objs) == 0 {
-		return
+		return nil
 	}
 	c.life.RLock()
 	defer c.life.RUnlock()
 	if c.closed {
-		return
+		return nil
 	}
 	now := c.cfg.Now()
 	expires, fresh := c.expiry(now), c.freshUntil(now)
@@ -328,8 +346,11 @@ func (c *Cache) AddPrefetched(objs ...*graph.Object) {
 	c.mu.Lock()
 	c.settleLocked()
 	for _, o := range objs {
-		if c.belowFloorLocked(o, now) {
+		if refuse, old := c.belowFloorLocked(o, since, now); refuse {
 			t.staleFills++
+			if old {
+				older = append(older, o.ID)
+			}
 			continue
 		}
 		c.forgetNegativeLocked(o.ID)
@@ -352,12 +373,18 @@ func (c *Cache) AddPrefetched(objs ...*graph.Object) {
 	}
 	c.mu.Unlock()
 	c.report(&t)
+	return older
 }
 
 // AddMissing remembers that ids do not exist, for NegativeTTL. Cached copies
 // of them are dropped first, as Invalidate does: the origin's answer is the
 // newer one.
-func (c *Cache) AddMissing(ids ...string) {
+func (c *Cache) AddMissing(ids ...string) { c.FillMissing(Unchecked, ids...) }
+
+// FillMissing is AddMissing for an answer of a fetch that began when Changes
+// was since: an id changed since then, or known to exist at a version, is
+// not remembered as missing.
+func (c *Cache) FillMissing(since uint64, ids ...string) {
 	if len(ids) == 0 {
 		return
 	}
@@ -373,7 +400,7 @@ func (c *Cache) AddMissing(ids ...string) {
 	t.buf = c.neg.pruneExpired(now, t.buf[:0])
 	clear(t.buf)
 	for _, id := range ids {
-		if f := c.liveLocked(c.floors, id, now, nil); f != nil && !f.deleted {
+		if f := c.liveLocked(c.floors, id, now, nil); c.cleared > since || f != nil && (f.seq > since || !f.deleted && f.version > 0) {
 			t.staleFills++ // the id was written after this answer was read
 			continue
 		}

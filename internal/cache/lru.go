@@ -13,9 +13,11 @@ type node struct {
 	cost    int64         // charged against the lru's budget; fixed while linked
 	expires time.Time     // zero = never: dropped at expires
 	fresh   time.Time     // zero = always fresh: answered as stale from fresh on
-	// version and deleted describe a version floor (Cache.floors only).
+	// version, deleted and seq describe a version floor (Cache.floors
+	// only); seq is the change's number in Cache.changes.
 	version uint64
 	deleted bool
+	seq     uint64
 	// used is true once the object was demanded: hit, promoted or stored here
 	// on behalf of a demand. Evicting a used node is not wasted speculation.
 	used bool

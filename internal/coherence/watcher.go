@@ -25,13 +25,20 @@ type Source interface {
 // Stream is an open change stream.
 type Stream interface {
 	Start() uint64
+	// DatasetID is the dataset the origin named with Start; empty = none.
+	DatasetID() string
 	Recv() ([]origin.Change, error)
+}
+
+// Describer is a Source that can also say which dataset it serves; the
+// watcher asks it on every (re)connect when the stream names none.
+type Describer interface {
+	Describe(ctx context.Context) (origin.Description, error)
 }
 
 // Invalidator is what the watcher needs from the cache.
 type Invalidator interface {
 	InvalidateVersion(id string, version uint64, deleted bool) bool
-	Clear()
 }
 
 // FromClient adapts the origin client to a Source.
@@ -41,6 +48,10 @@ type clientSource struct{ c *origin.Client }
 
 func (s clientSource) Watch(ctx context.Context, from *uint64) (Stream, error) {
 	return s.c.Watch(ctx, from)
+}
+
+func (s clientSource) Describe(ctx context.Context) (origin.Description, error) {
+	return s.c.Describe(ctx)
 }
 
 // Config tunes the watcher. Zero values take the defaults.
@@ -72,13 +83,16 @@ func (c *Config) setDefaults() {
 
 // Watcher applies the origin's changes to the cache: every change drops
 // older cached copies and sets a version floor (cache.InvalidateVersion). It
-// reconnects with backoff and resumes from the highest revision it applied, so
-// a break loses nothing as long as the origin keeps its history; an origin
-// whose revision went backwards (a new store) clears the cache.
+// reconnects with backoff and resumes from the highest revision it applied,
+// so a break loses nothing as long as the origin keeps its history. An
+// origin whose revision went backwards, or that names another dataset
+// (checked through Identity on every connect), resets the sidecar and is
+// followed from its current revision.
 type Watcher struct {
 	cfg   Config
 	src   Source
 	cache Invalidator
+	id    *Identity
 	m     *metrics.Set
 	log   *slog.Logger
 
@@ -87,17 +101,44 @@ type Watcher struct {
 	// Watch (trust then rests on TTLs alone). Every Get reads it: no lock.
 	untrusted atomic.Int64
 
-	mu      sync.Mutex // guards the fields below
-	rev     uint64     // highest revision applied (or announced): the resume point
-	haveRev bool
+	mu         sync.Mutex         // guards the fields below
+	rev        uint64             // highest revision applied (or announced): the resume point
+	haveRev    bool               //
+	cancel     context.CancelFunc // ends the running session; nil between sessions
+	restarting bool               // the session was ended by restart
 }
 
-// New makes a watcher; Run runs it.
-func New(cfg Config, src Source, c Invalidator, m *metrics.Set, log *slog.Logger) *Watcher {
+// New makes a watcher that applies changes to c and checks the origin's
+// dataset with id, which also resets the sidecar; Run runs it.
+func New(cfg Config, src Source, c Invalidator, id *Identity, m *metrics.Set, log *slog.Logger) *Watcher {
 	cfg.setDefaults()
-	w := &Watcher{cfg: cfg, src: src, cache: c, m: m, log: log}
+	w := &Watcher{cfg: cfg, src: src, cache: c, id: id, m: m, log: log}
 	w.setUp(false)
+	id.onChange(w.restart)
 	return w
+}
+
+// restart drops the stream's position and ends the running session, so that
+// Run follows the origin again from its current revision: the identity
+// changed, and revisions of one dataset say nothing of another's.
+func (w *Watcher) restart() {
+	w.mu.Lock()
+	w.haveRev = false
+	w.restarting = true
+	cancel := w.cancel
+	w.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// takeRestart reports whether restart ended the last session, and forgets it.
+func (w *Watcher) takeRestart() bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	r := w.restarting
+	w.restarting = false
+	return r
 }
 
 // setUp records that the stream is up, or that it broke now.
@@ -151,7 +192,7 @@ func (w *Watcher) Run(ctx context.Context) error {
 			connects++
 			backoff = w.cfg.MinBackoff
 		}
-		if errors.Is(err, errRestarted) {
+		if w.takeRestart() || errors.Is(err, errRestarted) {
 			continue // resubscribe at once from the origin's new history
 		}
 		w.log.Warn("origin change stream broken; reconnecting", "err", err, "backoff", backoff)
@@ -176,6 +217,14 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	w.mu.Lock()
+	w.cancel, w.restarting = cancel, false
+	w.mu.Unlock()
+	defer func() {
+		w.mu.Lock()
+		w.cancel = nil
+		w.mu.Unlock()
+	}()
+	w.mu.Lock()
 	var from *uint64
 	if w.haveRev {
 		r := w.rev
@@ -183,8 +232,14 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 	}
 	w.mu.Unlock()
 	st, err := w.src.Watch(ctx, from)
+	if errors.Is(err, origin.ErrCompacted) {
+		return true, w.forget(err)
+	}
 	if err != nil {
 		return false, err
+	}
+	if w.checkIdentity(ctx, st) {
+		return true, errRestarted // restart has reset the position
 	}
 	w.mu.Lock()
 	if w.haveRev && st.Start() < w.rev {
@@ -192,7 +247,7 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 		// be checked against it. Start over from its revision.
 		w.rev = st.Start()
 		w.mu.Unlock()
-		w.cache.Clear()
+		w.id.reset.Reset("origin revision went backwards")
 		w.log.Warn("origin revision went backwards: cache cleared", "start", st.Start())
 		return true, errRestarted
 	}
@@ -211,11 +266,26 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 	}()
 	for {
 		changes, err := st.Recv()
+		if errors.Is(err, origin.ErrCompacted) {
+			return true, w.forget(err)
+		}
 		if err != nil {
 			return true, fmt.Errorf("change stream: %w", err)
 		}
 		w.apply(changes)
 	}
+}
+
+// forget handles a resume point the origin no longer keeps: what changed
+// since is unknown, so the cache is cleared, as when the revision goes
+// backwards, and the next session starts from the origin's current revision.
+func (w *Watcher) forget(err error) error {
+	w.mu.Lock()
+	w.haveRev = false
+	w.mu.Unlock()
+	w.id.reset.Reset("origin compacted the changes after the resume revision")
+	w.log.Warn("origin no longer keeps the changes after the resume revision: cache cleared", "err", err)
+	return errRestarted
 }
 
 // apply invalidates what changes announce and moves the resume point to the
@@ -241,4 +311,22 @@ func (w *Watcher) apply(changes []origin.Change) {
 		}
 		w.rev = c.Revision
 	}
+}
+
+// checkIdentity reports to Identity the dataset a new stream belongs to: the
+// one its header names, else the one Describe names. It reports whether the
+// identity changed.
+func (w *Watcher) checkIdentity(ctx context.Context, st Stream) bool {
+	if ds := st.DatasetID(); ds != "" {
+		return w.id.Observe(ds, "watch")
+	}
+	d, ok := w.src.(Describer)
+	if !ok {
+		return false
+	}
+	desc, err := d.Describe(ctx)
+	if err != nil {
+		return false // no identity, or none now: the health probe asks again
+	}
+	return w.id.Observe(desc.DatasetID, "watch")
 }

@@ -27,6 +27,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 // err (or blocks until the watch's context ends when err is nil).
 type session struct {
 	start   uint64
+	dataset string // named in the stream's header
 	batches [][]origin.Change
 	err     error
 	openErr error
@@ -37,6 +38,7 @@ type fakeSource struct {
 	sessions []session
 	froms    []*uint64 // from of each Watch call
 	done     chan struct{}
+	opened   chan struct{} // when not nil, told of each stream opened
 }
 
 func (f *fakeSource) Watch(ctx context.Context, from *uint64) (Stream, error) {
@@ -53,6 +55,9 @@ func (f *fakeSource) Watch(ctx context.Context, from *uint64) (Stream, error) {
 	if s.openErr != nil {
 		return nil, s.openErr
 	}
+	if f.opened != nil {
+		f.opened <- struct{}{}
+	}
 	return &fakeStream{ctx: ctx, s: s}, nil
 }
 
@@ -62,6 +67,8 @@ type fakeStream struct {
 }
 
 func (f *fakeStream) Start() uint64 { return f.s.start }
+
+func (f *fakeStream) DatasetID() string { return f.s.dataset }
 
 func (f *fakeStream) Recv() ([]origin.Change, error) {
 	if len(f.s.batches) > 0 {
@@ -89,15 +96,20 @@ func (r *recorder) InvalidateVersion(id string, version uint64, deleted bool) bo
 	return true
 }
 
-func (r *recorder) Clear() { r.mu.Lock(); r.clears++; r.mu.Unlock() }
+func (r *recorder) Reset(string) { r.mu.Lock(); r.clears++; r.mu.Unlock() }
+
+var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
+
+func newIdentity(r Resetter, m *metrics.Set) *Identity {
+	return NewIdentity(r, m.OriginDatasetChanges.WithLabelValues("default"), discard)
+}
 
 func run(t *testing.T, sessions ...session) (*Watcher, *fakeSource, *recorder, *metrics.Set) {
 	t.Helper()
 	src := &fakeSource{sessions: sessions, done: make(chan struct{})}
 	rec := &recorder{}
 	m := metrics.New(prometheus.NewRegistry())
-	w := New(Config{MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}, src, rec, m,
-		slog.New(slog.NewTextHandler(io.Discard, nil)))
+	w := New(Config{MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}, src, rec, newIdentity(rec, m), m, discard)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx) }()
@@ -148,6 +160,24 @@ func TestRevisionGoingBackwardsClears(t *testing.T) {
 	assert.Equal(t, []origin.Change{{ID: "x", Version: 1}}, rec.changes)
 }
 
+func TestCompactedResumeClearsAndStartsOver(t *testing.T) {
+	compacted := fmt.Errorf("origin watch: %w", origin.ErrCompacted)
+	_, src, rec, _ := run(t,
+		session{start: 10, batches: [][]origin.Change{{ch(11, "a", 2, false)}}, err: errors.New("connection reset")},
+		session{start: 11, err: compacted}, // resuming from 11: the origin compacted past it
+		session{start: 40, batches: [][]origin.Change{{ch(41, "b", 7, false)}}, err: errors.New("bye")},
+		session{openErr: compacted}, // the same, told when the stream opens
+		session{start: 50, err: errors.New("bye")},
+	)
+	assert.Equal(t, 2, rec.clears)
+	require.Len(t, src.froms, 6)
+	assert.Equal(t, uint64(11), *src.froms[1])
+	assert.Nil(t, src.froms[2], "after a compacted resume: from the origin's current revision")
+	assert.Equal(t, uint64(41), *src.froms[3])
+	assert.Nil(t, src.froms[4], "compacted at open")
+	assert.Equal(t, []origin.Change{{ID: "a", Version: 2}, {ID: "b", Version: 7}}, rec.changes)
+}
+
 func TestUnsupportedOriginIsTrusted(t *testing.T) {
 	w, _, _, _ := run(t, session{openErr: fmt.Errorf("origin watch: %w", errors.ErrUnsupported)})
 	trusted, _ := w.Trust()
@@ -157,7 +187,8 @@ func TestUnsupportedOriginIsTrusted(t *testing.T) {
 func TestTrustFollowsTheStreamAndGrace(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
-	w := New(Config{Grace: 5 * time.Second, Now: clock}, nil, nil, metrics.New(prometheus.NewRegistry()), slog.Default())
+	m := metrics.New(prometheus.NewRegistry())
+	w := New(Config{Grace: 5 * time.Second, Now: clock}, nil, nil, newIdentity(&recorder{}, m), m, slog.Default())
 	trusted, _ := w.Trust()
 	assert.True(t, trusted, "within the grace of starting")
 	now = now.Add(8 * time.Second)
@@ -177,6 +208,48 @@ func TestTrustFollowsTheStreamAndGrace(t *testing.T) {
 	trusted, beyond = w.Trust()
 	assert.False(t, trusted)
 	assert.Equal(t, time.Second, beyond)
+}
+
+func TestAnotherDatasetOnReconnectResetsAndFollowsFromNow(t *testing.T) {
+	w, src, rec, m := run(t,
+		session{start: 10, dataset: "A", batches: [][]origin.Change{{ch(11, "a", 2, false)}}, err: errors.New("origin restarted")},
+		// Same revision, another dataset: the revision alone cannot tell.
+		session{start: 11, dataset: "B", err: errors.New("never read")},
+		session{start: 11, dataset: "B", batches: [][]origin.Change{{ch(12, "b", 1, false)}}, err: errors.New("bye")},
+	)
+	assert.Equal(t, 1, rec.clears)
+	require.Len(t, src.froms, 4)
+	assert.Equal(t, uint64(11), *src.froms[1], "resumed as usual")
+	assert.Nil(t, src.froms[2], "the old position means nothing in the new dataset: from now")
+	assert.Equal(t, uint64(12), *src.froms[3])
+	assert.Equal(t, uint64(12), w.Revision())
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.OriginDatasetChanges.WithLabelValues("default")))
+	assert.Equal(t, "B", w.id.Known())
+}
+
+func TestIdentityChangeSeenByAProbeRestartsTheStream(t *testing.T) {
+	src := &fakeSource{done: make(chan struct{}), opened: make(chan struct{}), sessions: []session{
+		{start: 7, dataset: "A"}, // blocks until ended
+		{start: 3, dataset: "B", err: errors.New("bye")},
+	}}
+	rec := &recorder{}
+	m := metrics.New(prometheus.NewRegistry())
+	id := newIdentity(rec, m)
+	w := New(Config{MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}, src, rec, id, m, discard)
+	ctx, cancel := context.WithCancel(context.Background())
+	stopped := make(chan error)
+	go func() { stopped <- w.Run(ctx) }()
+	<-src.opened
+	require.True(t, id.Observe("B", "describe"), "a probe sees the new dataset")
+	<-src.opened
+	<-src.done
+	cancel()
+	require.NoError(t, <-stopped)
+	require.Len(t, src.froms, 3)
+	assert.Nil(t, src.froms[1], "resubscribed from now, at once")
+	assert.Equal(t, uint64(3), *src.froms[2])
+	assert.Equal(t, 1, rec.clears)
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.WatchReconnects))
 }
 
 func TestResumesFromTheHighestRevision(t *testing.T) {

@@ -1,6 +1,9 @@
 package graph
 
-import "context"
+import (
+	"context"
+	"errors"
+)
 
 // Budget bounds one traversal.
 type Budget struct {
@@ -13,33 +16,87 @@ type Budget struct {
 	Fields []string
 }
 
+// Reach holds the one set of rules by which a budgeted traversal admits
+// ids: each id once over the traversal's life (so cycles, self references
+// and shared children terminate and nothing is fetched twice), at most
+// MaxObjects ids in all, and only refs in the budget's fields. Traversal
+// uses it, and so does anything that walks the same graph incrementally
+// (an Expand stream read as it arrives).
+type Reach struct {
+	budget    Budget
+	fields    map[string]struct{} // nil = follow all fields
+	seen      map[string]struct{} // every id ever admitted
+	scheduled int                 // len(seen): ids charged against MaxObjects
+}
+
+// NewReach starts an empty reach for budget b; sizeHint sizes its set.
+func NewReach(b Budget, sizeHint int) *Reach {
+	r := &Reach{budget: b, seen: make(map[string]struct{}, sizeHint)}
+	if len(b.Fields) > 0 {
+		r.fields = make(map[string]struct{}, len(b.Fields))
+		for _, f := range b.Fields {
+			r.fields[f] = struct{}{}
+		}
+	}
+	return r
+}
+
+// Admit schedules id and reports true, unless it was admitted before or
+// the budget's MaxObjects is spent.
+func (r *Reach) Admit(id string) bool {
+	if _, ok := r.seen[id]; ok {
+		return false
+	}
+	if r.budget.MaxObjects > 0 && r.scheduled >= r.budget.MaxObjects {
+		return false
+	}
+	r.seen[id] = struct{}{}
+	r.scheduled++
+	return true
+}
+
+// Has reports whether id was admitted.
+func (r *Reach) Has(id string) bool {
+	_, ok := r.seen[id]
+	return ok
+}
+
+// Follows reports whether refs in field are followed.
+func (r *Reach) Follows(field string) bool {
+	if r.fields == nil {
+		return true
+	}
+	_, ok := r.fields[field]
+	return ok
+}
+
+// Remaining is how many more ids may be admitted; -1 = no cap.
+func (r *Reach) Remaining() int {
+	if r.budget.MaxObjects <= 0 {
+		return -1
+	}
+	return r.budget.MaxObjects - r.scheduled
+}
+
+// Expands reports whether objects found at level have refs to follow.
+func (r *Reach) Expands(level int) bool { return level < r.budget.Depth }
+
 // Traversal is a breadth-first walk over an object graph with a budget. It is
 // a pure state machine: it says which ids the current level needs (Pending),
 // the caller obtains them however it likes (cache, origin, both) and hands
-// back what it found (Resolve). It does no I/O and keeps no clock.
-//
-// Every id is scheduled at most once over the traversal's life, so cycles,
-// self references and shared children terminate and nothing is fetched twice.
+// back what it found (Resolve). It does no I/O and keeps no clock. Which ids
+// it schedules is Reach's rule.
 type Traversal struct {
-	budget    Budget
-	fields    map[string]struct{} // nil = follow all fields
-	seen      map[string]struct{} // every id ever scheduled
-	level     int
-	pending   []string // ids of the current level, in discovery order
-	scheduled int      // len(seen): ids charged against MaxObjects
-	missing   []string
+	reach   *Reach
+	level   int
+	pending []string // ids of the current level, in discovery order
+	missing []string
 }
 
 // NewTraversal starts a traversal at roots (level 0). Duplicate roots are
 // scheduled once; roots beyond MaxObjects are dropped.
 func NewTraversal(roots []string, b Budget) *Traversal {
-	t := &Traversal{budget: b, seen: make(map[string]struct{}, len(roots))}
-	if len(b.Fields) > 0 {
-		t.fields = make(map[string]struct{}, len(b.Fields))
-		for _, f := range b.Fields {
-			t.fields[f] = struct{}{}
-		}
-	}
+	t := &Traversal{reach: NewReach(b, len(roots))}
 	for _, id := range roots {
 		t.schedule(id)
 	}
@@ -47,15 +104,9 @@ func NewTraversal(roots []string, b Budget) *Traversal {
 }
 
 func (t *Traversal) schedule(id string) {
-	if _, ok := t.seen[id]; ok {
-		return
+	if t.reach.Admit(id) {
+		t.pending = append(t.pending, id)
 	}
-	if t.budget.MaxObjects > 0 && t.scheduled >= t.budget.MaxObjects {
-		return
-	}
-	t.seen[id] = struct{}{}
-	t.scheduled++
-	t.pending = append(t.pending, id)
 }
 
 // Done reports whether nothing is left to obtain.
@@ -69,24 +120,13 @@ func (t *Traversal) Level() int { return t.level }
 func (t *Traversal) Pending() []string { return t.pending }
 
 // Remaining is how many more ids the traversal may schedule; -1 = no cap.
-func (t *Traversal) Remaining() int {
-	if t.budget.MaxObjects <= 0 {
-		return -1
-	}
-	return t.budget.MaxObjects - t.scheduled
-}
+func (t *Traversal) Remaining() int { return t.reach.Remaining() }
 
 // Missing returns the scheduled ids that Resolve was not given objects for.
 func (t *Traversal) Missing() []string { return t.missing }
 
 // Follows reports whether the traversal follows refs in field.
-func (t *Traversal) Follows(field string) bool {
-	if t.fields == nil {
-		return true
-	}
-	_, ok := t.fields[field]
-	return ok
-}
+func (t *Traversal) Follows(field string) bool { return t.reach.Follows(field) }
 
 // Resolve hands the traversal the objects found for the Pending ids, in any
 // order. Objects that were not pending, nil objects and duplicates are
@@ -111,7 +151,7 @@ func (t *Traversal) Resolve(found []*Object) []*Object {
 		}
 	}
 	t.pending = nil
-	if t.level >= t.budget.Depth {
+	if !t.reach.Expands(t.level) {
 		return accepted
 	}
 	t.level++
@@ -124,6 +164,10 @@ func (t *Traversal) Resolve(found []*Object) []*Object {
 	}
 	return accepted
 }
+
+// ErrStop ends a walk early without an error: a visit or receive function
+// returns it when it has all it asked for.
+var ErrStop = errors.New("graph: walk complete")
 
 // FetchFunc obtains the objects it has among ids; absent ids are missing.
 type FetchFunc func(ctx context.Context, ids []string) ([]*Object, error)

@@ -57,6 +57,10 @@ type Set struct {
 	WatchConnected  prometheus.Gauge       // 1 while the origin's change stream is up
 	WatchChanges    prometheus.Counter     // changes applied from the stream
 	WatchReconnects prometheus.Counter     // times the stream was re-established
+	// OriginDatasetChanges counts the times an origin reported another
+	// dataset identity than before, each of which flushed the cache; label
+	// origin is the route name ("default" for a single origin).
+	OriginDatasetChanges *prometheus.CounterVec
 
 	// Origin resilience (see resilience.go).
 	OriginRetries           *prometheus.CounterVec // rpc
@@ -179,7 +183,11 @@ func New(reg prometheus.Registerer) *Set {
 			Help: "Times the origin's change stream was re-established after a break.",
 		}),
 	}
-	reg.MustRegister(s.StaleFills, s.StaleServed, s.WatchConnected, s.WatchChanges, s.WatchReconnects)
+	s.OriginDatasetChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Namespace: namespace, Name: "origin_dataset_changes_total",
+		Help: "Times an origin reported another dataset identity than before (a new store on the same address); each flushed the cache and reset the change stream's position. By origin route.",
+	}, []string{"origin"})
+	reg.MustRegister(s.StaleFills, s.StaleServed, s.WatchConnected, s.WatchChanges, s.WatchReconnects, s.OriginDatasetChanges)
 	reg.MustRegister(s.Requests, s.RequestDuration, s.Hits, s.Misses, s.Negative, s.Joined,
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,

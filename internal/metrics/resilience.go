@@ -12,13 +12,16 @@ const (
 	MalformedOversized   = "oversized"   // an object larger than the configured maximum
 	MalformedConflict    = "conflict"    // an id sent both as an object and as missing
 	MalformedUnanswered  = "unanswered"  // an asked-for id neither sent nor listed missing
-	MalformedRevision    = "revision"    // a Watch change whose revision is below one already applied
+	// MalformedBeyondBudget: an Expand object its walk did not schedule
+	// (beyond the requested depth or max objects, or sent again).
+	MalformedBeyondBudget = "beyond_budget"
+	MalformedRevision     = "revision" // a Watch change whose revision is below one already applied
 )
 
 // MalformedProblems lists every problem label value.
 var MalformedProblems = []string{
 	MalformedDuplicate, MalformedUnrequested, MalformedInvalidID, MalformedInvalidRef,
-	MalformedOversized, MalformedConflict, MalformedUnanswered, MalformedRevision,
+	MalformedOversized, MalformedConflict, MalformedUnanswered, MalformedRevision, MalformedBeyondBudget,
 }
 
 // newResilience creates and registers the origin client's retry, breaker

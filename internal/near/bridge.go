@@ -3,33 +3,39 @@ package near
 import (
 	"context"
 
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
-// Invalidator is what the change-stream follower calls (see
-// coherence.Invalidator).
-type Invalidator interface {
-	InvalidateVersion(id string, version uint64, deleted bool) bool
-	Clear()
+// Fetcher is f with the hub told of every write-side event it applies
+// (Changed: a Put, Delete or Invalidate through the sidecar, a change from
+// the origin's Watch) and of every clear (a restarted history, a new
+// dataset): pass it wherever f's Changed, InvalidateVersion or Clear is
+// called.
+type Fetcher struct {
+	*fetch.Fetcher
+	hub *Hub
 }
 
-// Watching returns next with the hub told of every change and clear.
-func (h *Hub) Watching(next Invalidator) Invalidator { return watching{next, h} }
+// Fetcher wraps f; see the type.
+func (h *Hub) Fetcher(f *fetch.Fetcher) Fetcher { return Fetcher{f, h} }
 
-type watching struct {
-	next Invalidator
-	hub  *Hub
-}
-
-func (w watching) InvalidateVersion(id string, version uint64, deleted bool) bool {
-	dropped := w.next.InvalidateVersion(id, version, deleted)
-	w.hub.Changed(id, version, deleted)
+// Changed implements fetch.Fetcher.Changed and tells the hub.
+func (f Fetcher) Changed(id string, version uint64, deleted bool) bool {
+	dropped := f.Fetcher.Changed(id, version, deleted)
+	f.hub.Changed(id, version, deleted)
 	return dropped
 }
 
-func (w watching) Clear() {
-	w.next.Clear()
-	w.hub.Flush("origin history restarted")
+// InvalidateVersion is Changed under the change-stream follower's name.
+func (f Fetcher) InvalidateVersion(id string, version uint64, deleted bool) bool {
+	return f.Changed(id, version, deleted)
+}
+
+// Clear implements fetch.Fetcher.Clear and flushes every subscriber.
+func (f Fetcher) Clear() {
+	f.Fetcher.Clear()
+	f.hub.Flush("sidecar cache cleared")
 }
 
 // Origin is the sidecar's read path to the origin (see prefetch.Origin and

@@ -4,22 +4,15 @@ import (
 	"context"
 	"testing"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
-
-type fakeCache struct {
-	changes []string
-	cleared int
-}
-
-func (f *fakeCache) InvalidateVersion(id string, _ uint64, _ bool) bool {
-	f.changes = append(f.changes, id)
-	return true
-}
-func (f *fakeCache) Clear() { f.cleared++ }
 
 type fakeOrigin struct{}
 
@@ -31,17 +24,22 @@ func (fakeOrigin) Expand(_ context.Context, roots []string, _ graph.Budget, fn f
 	return fn(0, []*graph.Object{obj(roots[0], 1)}, nil)
 }
 
-func TestWatchingPassesChangesOnAndTellsTheHub(t *testing.T) {
+func TestFetcherTellsTheHubOfEveryChangeAndClear(t *testing.T) {
 	h := newHub(t, Config{})
 	s := h.Subscribe(0, "")
 	defer h.Unsubscribe(s)
-	h.Track(s.ID, []string{"x"})
-	c := &fakeCache{}
-	w := h.Watching(c)
-	assert.True(t, w.InvalidateVersion("x", 5, false))
-	w.Clear()
-	assert.Equal(t, []string{"x"}, c.changes)
-	assert.Equal(t, 1, c.cleared)
+	c, err := cache.New(cache.Config{}, metrics.New(prometheus.NewRegistry()))
+	require.NoError(t, err)
+	defer c.Close()
+	f, err := fetch.New(fetch.Config{}, fakeOrigin{}, c)
+	require.NoError(t, err)
+	nf := h.Fetcher(f)
+	h.Track(s.ID, []string{"x", "y"})
+	nf.Changed("x", 5, false)
+	nf.InvalidateVersion("y", 2, true)
+	assert.Equal(t, []string{"invalidation x v5", "invalidation y v2"}, kinds(h.Take(s, 10)))
+	nf.Changed("x", 6, false)
+	nf.Clear()
 	assert.Equal(t, []string{"flush  v0"}, kinds(h.Take(s, 10)), "the clear supersedes the queued invalidation")
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/health"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/test/bufconn"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
@@ -73,9 +75,23 @@ type rig struct {
 
 func newRig(t *testing.T, f *fakeOrigin, cfg origin.Config) *rig {
 	t.Helper()
+	r := newRigWith(t, f, cfg, nil)
+	r.fake = f
+	return r
+}
+
+// newRigWith serves srv, and grpc.health.v1 set up by withHealth when it
+// is not nil.
+func newRigWith(t *testing.T, srv lookaheadv1.OriginServiceServer, cfg origin.Config, withHealth func(*health.Server)) *rig {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer()
-	lookaheadv1.RegisterOriginServiceServer(gs, f)
+	lookaheadv1.RegisterOriginServiceServer(gs, srv)
+	if withHealth != nil {
+		hs := health.NewServer()
+		withHealth(hs)
+		healthpb.RegisterHealthServer(gs, hs)
+	}
 	go func() { _ = gs.Serve(lis) }()
 	cc, err := grpc.NewClient("passthrough:///bufnet",
 		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
@@ -85,5 +101,5 @@ func newRig(t *testing.T, f *fakeOrigin, cfg origin.Config) *rig {
 	m := metrics.New(prometheus.NewRegistry())
 	c, err := origin.New(cc, cfg, m)
 	require.NoError(t, err)
-	return &rig{fake: f, client: c, m: m, lis: lis, gs: gs}
+	return &rig{client: c, m: m, lis: lis, gs: gs}
 }

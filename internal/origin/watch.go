@@ -25,20 +25,38 @@ type Change struct {
 	Deleted  bool
 }
 
+// ErrCompacted means the origin no longer keeps the changes after the
+// revision a Watch resumed from (OUT_OF_RANGE): the caller must start over
+// from the origin's current revision, and cannot know what changed meanwhile.
+var ErrCompacted = errors.New("origin watch: revision compacted")
+
+// watchErr marks an OUT_OF_RANGE status as ErrCompacted.
+func watchErr(err error) error {
+	if status.Code(err) == codes.OutOfRange {
+		return fmt.Errorf("%w: %w", ErrCompacted, err)
+	}
+	return fmt.Errorf("origin watch: %w", err)
+}
+
 // WatchStream is an established change stream.
 type WatchStream struct {
-	start  uint64
-	stream grpc.ServerStreamingClient[lookaheadv1.WatchResponse]
+	start   uint64
+	dataset string
+	stream  grpc.ServerStreamingClient[lookaheadv1.WatchResponse]
 }
 
 // Start is the revision the origin announced when the stream opened.
 func (w *WatchStream) Start() uint64 { return w.start }
 
+// DatasetID is the dataset the origin announced with Start; empty when it
+// announced none.
+func (w *WatchStream) DatasetID() string { return w.dataset }
+
 // Recv returns the next batch of changes, in revision order.
 func (w *WatchStream) Recv() ([]Change, error) {
 	resp, err := w.stream.Recv()
 	if err != nil {
-		return nil, fmt.Errorf("origin watch: %w", err)
+		return nil, watchErr(err)
 	}
 	out := make([]Change, len(resp.GetChanges()))
 	for i, c := range resp.GetChanges() {
@@ -63,7 +81,7 @@ func (c *Client) Watch(ctx context.Context, from *uint64) (*WatchStream, error) 
 		return nil, fmt.Errorf("origin watch: %w: %w", errors.ErrUnsupported, err)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("origin watch: %w", err)
+		return nil, watchErr(err)
 	}
 	vals := md[RevisionHeader]
 	if len(vals) == 0 {
@@ -72,7 +90,7 @@ func (c *Client) Watch(ctx context.Context, from *uint64) (*WatchStream, error) 
 			if status.Code(rerr) == codes.Unimplemented {
 				return nil, fmt.Errorf("origin watch: %w: %w", errors.ErrUnsupported, rerr)
 			}
-			return nil, fmt.Errorf("origin watch: %w", rerr)
+			return nil, watchErr(rerr)
 		}
 		return nil, errors.New("origin watch: no " + RevisionHeader + " header")
 	}
@@ -80,5 +98,9 @@ func (c *Client) Watch(ctx context.Context, from *uint64) (*WatchStream, error) 
 	if err != nil {
 		return nil, fmt.Errorf("origin watch: %s header %q: %w", RevisionHeader, vals[0], err)
 	}
-	return &WatchStream{start: rev, stream: stream}, nil
+	var dataset string
+	if ds := md[DatasetHeader]; len(ds) > 0 {
+		dataset = ds[0]
+	}
+	return &WatchStream{start: rev, dataset: dataset, stream: stream}, nil
 }

@@ -92,6 +92,10 @@ type Store interface {
 	Changed() <-chan struct{}
 	// Changes lists up to limit changes after from, in revision order.
 	Changes(from uint64, limit int) ([]store.Change, error)
+	// Identity names the dataset (Describe's dataset_id, and the Watch
+	// header's): stable across restarts, different for any other dataset;
+	// empty = none.
+	Identity() string
 }
 
 // Server implements lookaheadv1.OriginServiceServer over a store. It starts

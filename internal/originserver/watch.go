@@ -37,7 +37,7 @@ func (s *Server) Watch(req *lookaheadv1.WatchRequest, stream lookaheadv1.OriginS
 	if req.FromRevision != nil {
 		from = req.GetFromRevision()
 	}
-	header := metadata.Pairs(RevisionHeader, strconv.FormatUint(current, 10))
+	header := metadata.Pairs(RevisionHeader, strconv.FormatUint(current, 10), DatasetHeader, s.st.Identity())
 	if err := stream.SendHeader(header); err != nil {
 		return sendStatus(ctx.Err(), err)
 	}

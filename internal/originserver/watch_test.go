@@ -56,6 +56,7 @@ func TestWatch(t *testing.T) {
 	header, err := stream.Header()
 	require.NoError(t, err)
 	assert.Equal(t, []string{"3"}, header.Get(RevisionHeader))
+	assert.Equal(t, []string{h.st.Identity()}, header.Get(DatasetHeader), "revisions name their dataset")
 
 	got, _ := recvChanges(t, stream, 3)
 	assert.Equal(t, []change{{1, "a", 1, false}, {2, "b", 1, false}, {3, "a", 2, true}}, got, "history in revision order")

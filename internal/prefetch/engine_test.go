@@ -10,12 +10,13 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
 // walkByGet visits a tree object by object, as db4o activation does, and
 // returns the status of every Get.
-func walkByGet(t *testing.T, e *Engine, root string) []Status {
+func walkByGet(t *testing.T, e *engine, root string) []Status {
 	t.Helper()
 	var statuses []Status
 	queue := []string{root}
@@ -54,8 +55,8 @@ func TestWalkMakesOneOriginCallPerLevel(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			fo := newFakeOrigin(objs)
-			var o Origin = fo
-			fx := &fakeExpander{fakeOrigin: fo}
+			var o fetch.Origin = fo
+			fx := &fakeExpander{Origin: fo}
 			if tt.expand {
 				o = fx
 			}
@@ -69,8 +70,8 @@ func TestWalkMakesOneOriginCallPerLevel(t *testing.T) {
 			for i, s := range statuses {
 				assert.Contains(t, []Status{StatusHit, StatusHitPrefetched}, s, "Get %d", i)
 			}
-			assert.Equal(t, tt.wantBatch, fo.calls(), "BatchGet round trips")
-			assert.Equal(t, tt.wantExpands, fx.expandCalls(), "Expand round trips")
+			assert.Equal(t, tt.wantBatch, fo.Calls(), "BatchGet round trips")
+			assert.Equal(t, tt.wantExpands, fx.ExpandCalls(), "Expand round trips")
 			assert.Equal(t, float64(len(objs)-1), testutil.ToFloat64(r.m.PrefetchUsed))
 		})
 	}
@@ -82,19 +83,19 @@ func TestPrefetchOffMakesOneCallPerObject(t *testing.T) {
 	r := newRig(t, fo, Config{Mode: ModeOff}, Static{Depth: 4}, cache.Config{})
 	statuses := walkByGet(t, r.engine, "task-0")
 	assert.Len(t, statuses, len(objs))
-	assert.Equal(t, len(objs), fo.calls())
+	assert.Equal(t, len(objs), fo.Calls())
 	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchIssued))
 }
 
 func TestDemandJoinsPrefetchInFlight(t *testing.T) {
 	objs := tree(t, 3, 2) // task-0 with children .1 .2 .3
 	fo := newFakeOrigin(objs)
-	fo.block["task-0.1"] = true
+	fo.Block["task-0.1"] = true
 	r := newRig(t, fo, Config{}, Static{Depth: 1}, cache.Config{})
 
 	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
 	require.NoError(t, err)
-	asked := <-fo.started // the prefetch of the children is now at the origin
+	asked := <-fo.Started // the prefetch of the children is now at the origin
 	require.ElementsMatch(t, []string{"task-0.1", "task-0.2", "task-0.3"}, asked)
 
 	done := make(chan []Result)
@@ -105,11 +106,11 @@ func TestDemandJoinsPrefetchInFlight(t *testing.T) {
 	}()
 	// The demand must be waiting on the prefetch, not at the origin itself.
 	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 1 }, 5*time.Second, time.Millisecond)
-	close(fo.release)
+	close(fo.Release)
 	rs := <-done
 	require.Len(t, rs, 1)
 	assert.Equal(t, StatusJoined, rs[0].Status)
-	assert.Equal(t, 2, fo.calls(), "root demand + one prefetch; the demand made none")
+	assert.Equal(t, 2, fo.Calls(), "root demand + one prefetch; the demand made none")
 	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchLate))
 	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchUsed))
 }
@@ -117,7 +118,7 @@ func TestDemandJoinsPrefetchInFlight(t *testing.T) {
 func TestConcurrentDemandsCoalesce(t *testing.T) {
 	objs := tree(t, 2, 1)
 	fo := newFakeOrigin(objs)
-	fo.block["task-0"] = true
+	fo.Block["task-0"] = true
 	r := newRig(t, fo, Config{Mode: ModeOff}, Static{}, cache.Config{})
 	const n = 100
 	errs := make(chan error, n)
@@ -127,28 +128,28 @@ func TestConcurrentDemandsCoalesce(t *testing.T) {
 			errs <- err
 		}()
 	}
-	<-fo.started
+	<-fo.Started
 	// Every other Get either joins the flight or, once it lands, hits.
 	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == n-1 }, 5*time.Second, time.Millisecond)
-	close(fo.release)
+	close(fo.Release)
 	for i := 0; i < n; i++ {
 		require.NoError(t, <-errs)
 	}
-	assert.Equal(t, 1, fo.calls())
+	assert.Equal(t, 1, fo.Calls())
 }
 
 func TestDemandDoesNotQueueBehindSpeculation(t *testing.T) {
 	objs := append(tree(t, 3, 2), &graph.Object{ID: "other", Version: 1})
 	fo := newFakeOrigin(objs)
-	fo.block["task-0.1"] = true
+	fo.Block["task-0.1"] = true
 	r := newRig(t, fo, Config{Workers: 1}, Static{Depth: 1}, cache.Config{})
 	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
 	require.NoError(t, err)
-	<-fo.started // the only worker is busy with a stalled prefetch
+	<-fo.Started // the only worker is busy with a stalled prefetch
 	rs, _, err := r.engine.Get(context.Background(), []string{"other"}, Hint{Depth: new(int)})
 	require.NoError(t, err)
 	assert.Equal(t, StatusMiss, rs[0].Status)
-	close(fo.release)
+	close(fo.Release)
 }
 
 func TestPrefetchFloodNeverEvictsDemanded(t *testing.T) {
@@ -180,7 +181,7 @@ func TestPrefetchFloodNeverEvictsDemanded(t *testing.T) {
 	// children, or this would test the cap instead of the flood.
 	require.GreaterOrEqual(t, tier/2/largest, int64(children))
 	fo := newFakeOrigin(objs)
-	r := newRig(t, fo, Config{BatchSize: 100}, Static{Depth: 1, MaxObjects: 5000},
+	r := newRigBatch(t, fo, Config{}, 100, Static{Depth: 1, MaxObjects: 5000},
 		cache.Config{MainBytes: 64 << 20, PrefetchBytes: tier}) // room for ~40 prefetched
 	_, _, err := r.engine.Get(context.Background(), demanded, Hint{Depth: new(int)})
 	require.NoError(t, err)
@@ -191,14 +192,14 @@ func TestPrefetchFloodNeverEvictsDemanded(t *testing.T) {
 	waitIssued(t, r, 2000)
 
 	assert.Greater(t, testutil.ToFloat64(r.m.PrefetchWasted), 1000.0)
-	callsBefore := fo.calls()
+	callsBefore := fo.Calls()
 	rs, missing, err := r.engine.Get(context.Background(), demanded, Hint{Depth: new(int)})
 	require.NoError(t, err)
 	require.Empty(t, missing)
 	for _, res := range rs {
 		assert.Equal(t, StatusHit, res.Status, res.Object.ID)
 	}
-	assert.Equal(t, callsBefore, fo.calls(), "demanded objects were all still cached")
+	assert.Equal(t, callsBefore, fo.Calls(), "demanded objects were all still cached")
 }
 
 func TestSpeculationFitsHalfThePrefetchTier(t *testing.T) {
@@ -246,15 +247,15 @@ func TestFullQueueDropsSpeculation(t *testing.T) {
 		child := "b" + itoa(i)
 		objs = append(objs, &graph.Object{ID: "x" + itoa(i), Refs: []graph.Ref{{Field: "f", ID: child}}},
 			&graph.Object{ID: child})
-		fo.block[child] = true
+		fo.Block[child] = true
 	}
 	for _, o := range objs {
-		fo.objs[o.ID] = o
+		fo.Objs[o.ID] = o
 	}
 	r := newRig(t, fo, Config{Workers: 1, QueueSize: 1}, Static{Depth: 1}, cache.Config{})
 	_, _, err := r.engine.Get(context.Background(), []string{"x0"}, Hint{})
 	require.NoError(t, err)
-	<-fo.started // the only worker is stalled on b0
+	<-fo.Started // the only worker is stalled on b0
 	// One job fits the queue: each newer one pushes the older out, and none
 	// blocks the demand that schedules it.
 	for i := 1; i < 10; i++ {
@@ -262,18 +263,16 @@ func TestFullQueueDropsSpeculation(t *testing.T) {
 		require.NoError(t, err)
 	}
 	assert.Equal(t, 8.0, testutil.ToFloat64(r.m.PrefetchDropped))
-	close(fo.release)
+	close(fo.Release)
 	waitIssued(t, r, 2)
 
 	// The survivor is the newest job, the one nearest the application.
 	asked := map[string]bool{}
-	fo.mu.Lock()
-	for _, ids := range fo.asked {
+	for _, ids := range fo.AskedIDs() {
 		for _, id := range ids {
 			asked[id] = true
 		}
 	}
-	fo.mu.Unlock()
 	assert.True(t, asked["b9"], "the newest job ran")
 	for i := 1; i < 9; i++ {
 		assert.False(t, asked["b"+itoa(i)], "job x%d was dropped, yet b%d was fetched", i, i)
@@ -282,13 +281,13 @@ func TestFullQueueDropsSpeculation(t *testing.T) {
 
 func TestExpandUnsupportedFallsBackOnce(t *testing.T) {
 	objs := tree(t, 2, 4)
-	fx := &fakeExpander{fakeOrigin: newFakeOrigin(objs), unsupported: true}
+	fx := &fakeExpander{Origin: newFakeOrigin(objs), Unsupported: true}
 	r := newRig(t, fx, Config{}, Static{Depth: 3}, cache.Config{})
 	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
 	require.NoError(t, err)
 	waitIssued(t, r, len(objs)-1)
-	assert.Equal(t, 1, fx.expandCalls(), "asked once, then remembered")
-	assert.Equal(t, 1+3, fx.calls(), "demand + one BatchGet per level")
+	assert.Equal(t, 1, fx.ExpandCalls(), "asked once, then remembered")
+	assert.Equal(t, 1+3, fx.Calls(), "demand + one BatchGet per level")
 }
 
 func TestGraphStreamsBreadthFirst(t *testing.T) {
@@ -296,8 +295,8 @@ func TestGraphStreamsBreadthFirst(t *testing.T) {
 	for _, expand := range []bool{false, true} {
 		t.Run(map[bool]string{false: "batch", true: "expand"}[expand], func(t *testing.T) {
 			fo := newFakeOrigin(objs)
-			var o Origin = fo
-			fx := &fakeExpander{fakeOrigin: fo}
+			var o fetch.Origin = fo
+			fx := &fakeExpander{Origin: fo}
 			if expand {
 				o = fx
 			}
@@ -322,10 +321,10 @@ func TestGraphStreamsBreadthFirst(t *testing.T) {
 			}
 			assert.Equal(t, want, got, "exactly the graph, breadth-first")
 			if expand {
-				assert.Equal(t, 1, fx.expandCalls())
-				assert.Equal(t, 0, fo.calls())
+				assert.Equal(t, 1, fx.ExpandCalls())
+				assert.Equal(t, 0, fo.Calls())
 			} else {
-				assert.Equal(t, 4, fo.calls(), "one BatchGet per level")
+				assert.Equal(t, 4, fo.Calls(), "one BatchGet per level")
 			}
 			// A second walk is all hits.
 			_, err = r.engine.Graph(context.Background(), []string{"task-0"}, graph.Budget{Depth: 10},
@@ -344,12 +343,12 @@ func TestCloseStopsHeavyPrefetch(t *testing.T) {
 	objs := tree(t, 5, 5)
 	fo := newFakeOrigin(objs)
 	for _, o := range objs[1:] {
-		fo.block[o.ID] = true
+		fo.Block[o.ID] = true
 	}
-	r := newRig(t, fo, Config{Workers: 4, BatchSize: 2}, Static{Depth: 4, MaxObjects: 1000}, cache.Config{})
+	r := newRigBatch(t, fo, Config{Workers: 4}, 2, Static{Depth: 4, MaxObjects: 1000}, cache.Config{})
 	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
 	require.NoError(t, err)
-	<-fo.started
+	<-fo.Started
 	r.engine.Close() // the fetches are stalled at the origin: Close must cut them
 	r.engine.Close() // idempotent
 	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchIssued), "nothing stalled was cached")
@@ -363,7 +362,7 @@ func TestHintOnCachedObjectPrefetches(t *testing.T) {
 	r := newRig(t, fo, Config{}, Static{Depth: 0}, cache.Config{})
 	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
 	require.NoError(t, err)
-	require.Equal(t, 1, fo.calls(), "no prefetch configured")
+	require.Equal(t, 1, fo.Calls(), "no prefetch configured")
 	two := 2
 	rs, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{Depth: &two})
 	require.NoError(t, err)
@@ -376,12 +375,12 @@ func TestDemandJoinsExpandInFlight(t *testing.T) {
 	fo := newFakeOrigin(objs)
 	// The speculative Expand runs from task-0's children: its level 2 is
 	// .7-.14. It pauses there, and never sends .8.
-	fx := &fakeExpander{fakeOrigin: fo, gate: map[int]chan struct{}{2: make(chan struct{})},
-		paused: make(chan int, 1), withhold: map[string]bool{"task-0.8": true}}
+	fx := &fakeExpander{Origin: fo, Gate: map[int]chan struct{}{2: make(chan struct{})},
+		Paused: make(chan int, 1), Withhold: map[string]bool{"task-0.8": true}}
 	r := newRig(t, fx, Config{}, Static{Depth: 3}, cache.Config{})
 	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
 	require.NoError(t, err)
-	require.Equal(t, 2, <-fx.paused)
+	require.Equal(t, 2, <-fx.Paused)
 
 	rs, _, err := r.engine.Get(context.Background(), []string{"task-0.4"}, Hint{})
 	require.NoError(t, err)
@@ -402,8 +401,8 @@ func TestDemandJoinsExpandInFlight(t *testing.T) {
 	}
 	// Both demands wait on the Expand: its next level is registered in flight.
 	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 2 }, 5*time.Second, time.Millisecond)
-	assert.Equal(t, 1, fo.calls(), "only the root's demand went to the origin so far")
-	close(fx.gate[2])
+	assert.Equal(t, 1, fo.Calls(), "only the root's demand went to the origin so far")
+	close(fx.Gate[2])
 	got := map[string]Status{}
 	for range 2 {
 		for id, s := range <-done {
@@ -416,15 +415,15 @@ func TestDemandJoinsExpandInFlight(t *testing.T) {
 	// Either way .8 is fetched once.
 	assert.Contains(t, []Status{StatusMiss, StatusJoined}, got["task-0.8"])
 	assert.Len(t, got, 2)
-	assert.Equal(t, 2, fo.calls(), "the root, then .8 alone")
-	assert.Equal(t, [][]string{{"task-0"}, {"task-0.8"}}, fo.asked)
-	assert.Equal(t, 1, fx.expandCalls())
+	assert.Equal(t, 2, fo.Calls(), "the root, then .8 alone")
+	assert.Equal(t, [][]string{{"task-0"}, {"task-0.8"}}, fo.AskedIDs())
+	assert.Equal(t, 1, fx.ExpandCalls())
 }
 
 func TestGraphStreamsExpandLevelsAsTheyArrive(t *testing.T) {
 	objs := tree(t, 2, 4)
 	fo := newFakeOrigin(objs)
-	fx := &fakeExpander{fakeOrigin: fo, gate: map[int]chan struct{}{2: make(chan struct{})}, paused: make(chan int, 1)}
+	fx := &fakeExpander{Origin: fo, Gate: map[int]chan struct{}{2: make(chan struct{})}, Paused: make(chan int, 1)}
 	r := newRig(t, fx, Config{Mode: ModeOff}, Static{}, cache.Config{})
 
 	emitted := make(chan int, 8)
@@ -442,7 +441,7 @@ func TestGraphStreamsExpandLevelsAsTheyArrive(t *testing.T) {
 			})
 		result <- err
 	}()
-	require.Equal(t, 2, <-fx.paused)
+	require.Equal(t, 2, <-fx.Paused)
 	// The origin has sent levels 0 and 1 and holds level 2: both must reach
 	// the client now, not when the Expand ends.
 	for want := range 2 {
@@ -461,7 +460,7 @@ func TestGraphStreamsExpandLevelsAsTheyArrive(t *testing.T) {
 		joined <- rs[0].Status
 	}()
 	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 1 }, 5*time.Second, time.Millisecond)
-	close(fx.gate[2])
+	close(fx.Gate[2])
 	require.NoError(t, <-result)
 	assert.Equal(t, StatusJoined, <-joined)
 	assert.Equal(t, []int{2, 3}, []int{<-emitted, <-emitted})
@@ -470,6 +469,6 @@ func TestGraphStreamsExpandLevelsAsTheyArrive(t *testing.T) {
 		want[i] = o.ID
 	}
 	assert.Equal(t, want, got, "exactly the graph, breadth-first")
-	assert.Equal(t, 0, fo.calls(), "one Expand, no BatchGet")
-	assert.Equal(t, 1, fx.expandCalls())
+	assert.Equal(t, 0, fo.Calls(), "one Expand, no BatchGet")
+	assert.Equal(t, 1, fx.ExpandCalls())
 }

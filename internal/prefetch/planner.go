@@ -14,6 +14,23 @@ type Hint struct {
 	Fields     []string
 }
 
+// Given reports whether the hint overrides anything.
+func (h Hint) Given() bool { return h.Depth != nil || h.MaxObjects != nil || len(h.Fields) > 0 }
+
+// apply returns b with what the hint overrides.
+func (h Hint) apply(b graph.Budget) graph.Budget {
+	if h.Depth != nil {
+		b.Depth = *h.Depth
+	}
+	if h.MaxObjects != nil {
+		b.MaxObjects = *h.MaxObjects
+	}
+	if len(h.Fields) > 0 {
+		b.Fields = h.Fields
+	}
+	return b
+}
+
 // Planner decides how far to expand speculatively below demanded objects.
 type Planner interface {
 	// Budget returns the expansion below roots; Depth 0 means none.
@@ -54,15 +71,5 @@ func (s Static) Validate() error {
 
 // Budget implements Planner.
 func (s Static) Budget(_ []*graph.Object, h Hint) graph.Budget {
-	b := graph.Budget{Depth: s.Depth, MaxObjects: s.MaxObjects, Fields: s.Fields}
-	if h.Depth != nil {
-		b.Depth = *h.Depth
-	}
-	if h.MaxObjects != nil {
-		b.MaxObjects = *h.MaxObjects
-	}
-	if len(h.Fields) > 0 {
-		b.Fields = h.Fields
-	}
-	return b
+	return h.apply(graph.Budget{Depth: s.Depth, MaxObjects: s.MaxObjects, Fields: s.Fields})
 }

@@ -144,16 +144,7 @@ func (a *Adaptive) Budget(roots []*graph.Object, h Hint) graph.Budget {
 		b.Fields = a.fieldsLocked(roots[0].Type)
 	}
 	a.mu.Unlock()
-	if h.Depth != nil {
-		b.Depth = *h.Depth
-	}
-	if h.MaxObjects != nil {
-		b.MaxObjects = *h.MaxObjects
-	}
-	if len(h.Fields) > 0 {
-		b.Fields = h.Fields
-	}
-	return b
+	return h.apply(b)
 }
 
 // fieldsLocked returns the fields of typ worth following, or nil (all) while

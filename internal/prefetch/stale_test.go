@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
@@ -42,7 +43,7 @@ func (f *failingOrigin) BatchGet(ctx context.Context, ids []string) ([]*graph.Ob
 
 func (f *failingOrigin) setDown(d bool) { f.mu.Lock(); f.down = d; f.mu.Unlock() }
 
-func get(t *testing.T, e *Engine, id string) (Result, error) {
+func get(t *testing.T, e *engine, id string) (Result, error) {
 	t.Helper()
 	rs, _, err := e.Get(context.Background(), []string{id}, Hint{})
 	if err != nil {
@@ -55,7 +56,7 @@ func get(t *testing.T, e *Engine, id string) (Result, error) {
 func TestStaleWhileRevalidate(t *testing.T) {
 	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	fo := newFakeOrigin([]*graph.Object{{ID: "a", Version: 1}})
-	r := newRig(t, fo, Config{Mode: ModeOff, StaleWhileRevalidate: time.Minute}, Static{},
+	r := newRigWith(t, fo, Config{Mode: ModeOff}, fetch.Config{StaleWhileRevalidate: time.Minute}, Static{},
 		cache.Config{TTL: time.Minute, StaleFor: time.Minute, Now: clk.Now})
 	_, err := get(t, r.engine, "a")
 	require.NoError(t, err)
@@ -64,7 +65,7 @@ func TestStaleWhileRevalidate(t *testing.T) {
 	res, err := get(t, r.engine, "a")
 	require.NoError(t, err)
 	assert.True(t, res.Stale, "answered at once, marked stale")
-	require.Eventually(t, func() bool { return fo.calls() == 2 }, 5*time.Second, time.Millisecond, "refetched in the background")
+	require.Eventually(t, func() bool { return fo.Calls() == 2 }, 5*time.Second, time.Millisecond, "refetched in the background")
 	require.Eventually(t, func() bool {
 		res, err := get(t, r.engine, "a")
 		return err == nil && !res.Stale
@@ -75,7 +76,7 @@ func TestStaleWhileRevalidate(t *testing.T) {
 func TestStaleIfError(t *testing.T) {
 	clk := &clock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
 	fo := &failingOrigin{fakeOrigin: newFakeOrigin([]*graph.Object{{ID: "a", Version: 1}})}
-	r := newRig(t, fo, Config{Mode: ModeOff, StaleIfError: time.Minute}, Static{},
+	r := newRigWith(t, fo, Config{Mode: ModeOff}, fetch.Config{StaleIfError: time.Minute}, Static{},
 		cache.Config{TTL: time.Minute, StaleFor: time.Minute, Now: clk.Now})
 	_, err := get(t, r.engine, "a")
 	require.NoError(t, err)
@@ -103,7 +104,7 @@ func TestUntrustedCacheIsRevalidated(t *testing.T) {
 	var mu sync.Mutex
 	trusted, beyond := true, time.Duration(0)
 	trust := func() (bool, time.Duration) { mu.Lock(); defer mu.Unlock(); return trusted, beyond }
-	r := newRig(t, fo, Config{Mode: ModeOff, StaleIfError: 10 * time.Second, Trust: trust}, Static{}, cache.Config{})
+	r := newRigWith(t, fo, Config{Mode: ModeOff}, fetch.Config{StaleIfError: 10 * time.Second, Trust: trust}, Static{}, cache.Config{})
 	_, err := get(t, r.engine, "a")
 	require.NoError(t, err)
 	res, err := get(t, r.engine, "a")
@@ -116,7 +117,7 @@ func TestUntrustedCacheIsRevalidated(t *testing.T) {
 	res, err = get(t, r.engine, "a")
 	require.NoError(t, err)
 	assert.Equal(t, StatusMiss, res.Status, "an unverifiable copy is refetched, not served")
-	assert.Equal(t, 2, fo.calls())
+	assert.Equal(t, 2, fo.Calls())
 
 	fo.setDown(true)
 	res, err = get(t, r.engine, "a")
@@ -132,7 +133,7 @@ func TestUntrustedCacheIsRevalidated(t *testing.T) {
 
 func TestChangeDetachesFetchInFlight(t *testing.T) {
 	fo := newFakeOrigin([]*graph.Object{{ID: "a", Version: 1}})
-	fo.block["a"] = true
+	fo.Block["a"] = true
 	r := newRig(t, fo, Config{Mode: ModeOff}, Static{}, cache.Config{})
 	first := make(chan Result)
 	go func() {
@@ -140,17 +141,15 @@ func TestChangeDetachesFetchInFlight(t *testing.T) {
 		assert.NoError(t, err)
 		first <- res
 	}()
-	<-fo.started // the fetch read version 1 and is on its way back
-	r.engine.InvalidateVersion("a", 2, false)
-	fo.mu.Lock()
-	fo.objs["a"] = &graph.Object{ID: "a", Version: 2}
-	delete(fo.block, "a")
-	fo.mu.Unlock()
+	<-fo.Started // the fetch read version 1 and is on its way back
+	r.engine.f.Changed("a", 2, false)
+	fo.Set(&graph.Object{ID: "a", Version: 2})
+	fo.Unblock("a")
 
 	res, err := get(t, r.engine, "a")
 	require.NoError(t, err)
 	assert.Equal(t, uint64(2), res.Object.Version, "a request after the change does not join the older fetch")
-	close(fo.release)
+	close(fo.Release)
 	assert.Equal(t, uint64(1), (<-first).Object.Version, "the request from before the change gets what it read")
 	res, err = get(t, r.engine, "a")
 	require.NoError(t, err)

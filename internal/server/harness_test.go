@@ -17,6 +17,7 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/near"
@@ -86,9 +87,12 @@ func newRig(t *testing.T, objs []*graph.Object, o rigOptions) *rig {
 	oc := origin.NewClient(occ, m)
 	hub, err := near.New(o.near, prometheus.NewRegistry())
 	require.NoError(t, err)
-	e, err := prefetch.New(o.engine, hub.Fetching(oc), c, o.planner, m)
+	f, err := fetch.New(fetch.Config{Metrics: m.FetchMetrics()}, hub.Fetching(oc), c)
 	require.NoError(t, err)
-	svc, err := New(o.server, e, c, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	o.engine.Metrics = m.PrefetchMetrics()
+	e, err := prefetch.New(o.engine, f, o.planner)
+	require.NoError(t, err)
+	svc, err := New(o.server, hub.Fetcher(f), e, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	svc.EnableNear(hub)
 	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(m)...)

@@ -16,6 +16,7 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/origin"
@@ -30,6 +31,7 @@ type hostileRig struct {
 	origin *origintest.Origin
 	oc     *origin.Client
 	m      *metrics.Set
+	codec  *RequestCodec
 }
 
 func newHostileRig(t *testing.T, o *origintest.Origin, cfg origin.Config) *hostileRig {
@@ -39,13 +41,17 @@ func newHostileRig(t *testing.T, o *origintest.Origin, cfg origin.Config) *hosti
 	require.NoError(t, err)
 	oc, err := origin.New(o.Start(t), cfg, m)
 	require.NoError(t, err)
-	e, err := prefetch.New(modeOff, oc, c, prefetch.Static{}, m)
+	f, err := fetch.New(fetch.Config{Metrics: m.FetchMetrics()}, oc, c)
 	require.NoError(t, err)
-	svc, err := New(Config{}, e, c, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	e, err := prefetch.New(modeOff, f, prefetch.Static{})
 	require.NoError(t, err)
-	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(m)...)
+	svc, err := New(Config{}, f, e, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	require.NoError(t, err)
+	codec := NewRequestCodec()
+	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) },
+		append(Interceptors(m), codec.ServerOptions()...)...)
 	t.Cleanup(func() { e.Close(); c.Close() })
-	return &hostileRig{client: lookaheadv1.NewSidecarServiceClient(scc), cc: scc, origin: o, oc: oc, m: m}
+	return &hostileRig{client: lookaheadv1.NewSidecarServiceClient(scc), cc: scc, origin: o, oc: oc, m: m, codec: codec}
 }
 
 func (r *hostileRig) get(id string) (*lookaheadv1.GetResponse, error) {
@@ -74,17 +80,19 @@ func TestOmittedIDIsTheOriginsFault(t *testing.T) {
 // TestOpenBreakerIsUnavailable: an open circuit refuses at once, whatever
 // its last failure was; the message says what that failure was.
 func TestOpenBreakerIsUnavailable(t *testing.T) {
-	o := origintest.New(&graph.Object{ID: "a", Version: 1})
+	o := origintest.New(&graph.Object{ID: "a", Version: 1}, &graph.Object{ID: "b", Version: 1})
+	r := newHostileRig(t, o, origin.Config{Timeout: 100 * time.Millisecond, BreakerFailures: 1, BreakerCooldown: time.Hour})
+	_, err := r.get("b") // connected
+	require.NoError(t, err)
 	o.Misbehave(origintest.Misbehaviour{Hang: true})
-	r := newHostileRig(t, o, origin.Config{Timeout: 20 * time.Millisecond, BreakerFailures: 1, BreakerCooldown: time.Hour})
 
-	_, err := r.get("a")
+	_, err = r.get("a")
 	require.Equal(t, codes.DeadlineExceeded, status.Code(err), "the origin timed out: %v", err)
-	require.Equal(t, 1, o.Calls("BatchGet"))
+	calls := o.Calls("BatchGet")
 
 	_, err = r.get("a")
 	assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 	assert.Contains(t, status.Convert(err).Message(), "origin circuit open: last failure: ")
 	assert.Contains(t, status.Convert(err).Message(), "deadline exceeded", "names the last failure")
-	assert.Equal(t, 1, o.Calls("BatchGet"), "refused without a round trip")
+	assert.Equal(t, calls, o.Calls("BatchGet"), "refused without a round trip")
 }

@@ -1,5 +1,6 @@
 // Package server is the sidecar's gRPC boundary: it validates requests, runs
-// them on the prefetch engine and turns errors into gRPC status codes.
+// them on the fetcher and the scheduler and turns errors into gRPC status
+// codes.
 package server
 
 import (
@@ -12,7 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
-	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 	"github.com/lookahead-dev/lookahead/internal/near"
@@ -68,24 +69,49 @@ type Writer interface {
 	Delete(ctx context.Context, id string, expected *uint64) error
 }
 
+// Fetcher answers demands (fetch.Fetcher).
+type Fetcher interface {
+	Get(ctx context.Context, ids []string) (*fetch.Answer, error)
+	Walk(ctx context.Context, roots []string, b graph.Budget, emit func(level int, rs []fetch.Result) error) (missing []string, err error)
+	// Changed is the one entry of write-side events: see fetch.Fetcher.Changed.
+	Changed(id string, version uint64, deleted bool) bool
+}
+
+// Scheduler is told of every answered demand, to speculate
+// (prefetch.Scheduler).
+type Scheduler interface {
+	After(a *fetch.Answer, h prefetch.Hint)
+}
+
 // Server implements lookaheadv1.SidecarServiceServer.
 type Server struct {
 	lookaheadv1.UnimplementedSidecarServiceServer
-	cfg    Config
-	engine *prefetch.Engine
-	cache  *cache.Cache
-	writer Writer
-	log    *slog.Logger
-	near   *near.Hub // nil unless EnableNear
+	cfg     Config
+	fetcher Fetcher
+	sched   Scheduler
+	writer  Writer
+	log     *slog.Logger
+	near    *near.Hub // nil unless EnableNear
 }
 
 // New builds the sidecar service.
-func New(cfg Config, e *prefetch.Engine, c *cache.Cache, w Writer, log *slog.Logger) (*Server, error) {
+func New(cfg Config, f Fetcher, sched Scheduler, w Writer, log *slog.Logger) (*Server, error) {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, engine: e, cache: c, writer: w, log: log}, nil
+	return &Server{cfg: cfg, fetcher: f, sched: sched, writer: w, log: log}, nil
+}
+
+// get answers ids and tells the scheduler.
+func (s *Server) get(ctx context.Context, ids []string, h prefetch.Hint) (*fetch.Answer, error) {
+	s.track(ctx, ids)
+	a, err := s.fetcher.Get(ctx, ids)
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	s.sched.After(a, h)
+	return a, nil
 }
 
 // Get implements lookaheadv1.SidecarServiceServer.
@@ -97,15 +123,15 @@ func (s *Server) Get(ctx context.Context, req *lookaheadv1.GetRequest) (*lookahe
 	if err != nil {
 		return nil, err
 	}
-	s.track(ctx, []string{req.GetId()})
-	rs, _, err := s.engine.Get(ctx, []string{req.GetId()}, h)
+	a, err := s.get(ctx, []string{req.GetId()}, h)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
-	if len(rs) == 0 {
+	if len(a.Results) == 0 {
 		return nil, status.Errorf(codes.NotFound, "object %q not found", req.GetId())
 	}
-	return &lookaheadv1.GetResponse{Object: graphpb.ToProto(rs[0].Object), Status: cacheStatus(rs[0].Status), Stale: rs[0].Stale}, nil
+	r := a.Results[0]
+	return &lookaheadv1.GetResponse{Object: graphpb.ToProto(r.Object), Status: cacheStatus(r.Status), Stale: r.Stale}, nil
 }
 
 // BatchGet implements lookaheadv1.SidecarServiceServer.
@@ -117,13 +143,12 @@ func (s *Server) BatchGet(ctx context.Context, req *lookaheadv1.BatchGetRequest)
 	if err != nil {
 		return nil, err
 	}
-	s.track(ctx, req.GetIds())
-	rs, missing, err := s.engine.Get(ctx, req.GetIds(), h)
+	a, err := s.get(ctx, req.GetIds(), h)
 	if err != nil {
-		return nil, toStatus(err)
+		return nil, err
 	}
-	resp := &lookaheadv1.BatchGetResponse{Results: make([]*lookaheadv1.Result, len(rs)), MissingIds: missing}
-	for i, r := range rs {
+	resp := &lookaheadv1.BatchGetResponse{Results: make([]*lookaheadv1.Result, len(a.Results)), MissingIds: a.Missing}
+	for i, r := range a.Results {
 		resp.Results[i] = result(r)
 	}
 	return resp, nil
@@ -162,7 +187,7 @@ func (s *Server) GetGraph(req *lookaheadv1.GetGraphRequest, stream lookaheadv1.S
 		chunk, bytes = nil, 0
 		return err
 	}
-	missing, err := s.engine.Graph(stream.Context(), req.GetRoots(), b, func(level int, rs []prefetch.Result) error {
+	missing, err := s.fetcher.Walk(stream.Context(), req.GetRoots(), b, func(level int, rs []fetch.Result) error {
 		for _, r := range rs {
 			chunk = append(chunk, result(r))
 			bytes += int(r.Object.Size())
@@ -188,16 +213,13 @@ func (s *Server) Put(ctx context.Context, req *lookaheadv1.PutRequest) (*lookahe
 	}
 	s.track(ctx, []string{o.ID})
 	v, err := s.writer.Put(ctx, o, req.ExpectedVersion)
-	if err != nil {
-		// Invalidate even so: the write may have landed before the error.
-		s.cache.Invalidate(o.ID)
-		s.nearChanged(o.ID, 0, false)
-		return nil, toStatus(err)
-	}
 	// Drop older copies and refuse any fetch still carrying one: this
 	// sidecar's own reads see the write at once, before Watch delivers it.
-	s.engine.InvalidateVersion(o.ID, v, false)
-	s.nearChanged(o.ID, v, false)
+	// On an error too, at an unknown version: the write may have landed.
+	s.fetcher.Changed(o.ID, v, false)
+	if err != nil {
+		return nil, toStatus(err)
+	}
 	return &lookaheadv1.PutResponse{Version: v}, nil
 }
 
@@ -208,8 +230,9 @@ func (s *Server) Delete(ctx context.Context, req *lookaheadv1.DeleteRequest) (*l
 	}
 	s.track(ctx, []string{req.GetId()})
 	err := s.writer.Delete(ctx, req.GetId(), req.ExpectedVersion)
-	s.cache.Invalidate(req.GetId())
-	s.nearChanged(req.GetId(), 0, err == nil)
+	// Whatever the origin answered (the delete may have landed before an
+	// error): no copy read before it is served after it.
+	s.fetcher.Changed(req.GetId(), 0, true)
 	if err != nil {
 		return nil, toStatus(err)
 	}
@@ -221,33 +244,28 @@ func (s *Server) Invalidate(_ context.Context, req *lookaheadv1.InvalidateReques
 	if err := s.checkIDs("ids", req.GetIds()); err != nil {
 		return nil, err
 	}
-	n := s.cache.Invalidate(req.GetIds()...)
-	if s.near != nil {
-		s.near.Dropped(req.GetIds()...)
+	n := 0
+	for _, id := range req.GetIds() {
+		if s.fetcher.Changed(id, 0, false) {
+			n++
+		}
 	}
 	return &lookaheadv1.InvalidateResponse{Invalidated: uint32(n)}, nil
 }
 
-// nearChanged tells near-cache subscribers of a write through this server.
-func (s *Server) nearChanged(id string, version uint64, deleted bool) {
-	if s.near != nil {
-		s.near.Changed(id, version, deleted)
-	}
-}
-
-func result(r prefetch.Result) *lookaheadv1.Result {
+func result(r fetch.Result) *lookaheadv1.Result {
 	return &lookaheadv1.Result{Object: graphpb.ToProto(r.Object), Status: cacheStatus(r.Status), Level: uint32(r.Level), Stale: r.Stale}
 }
 
-func cacheStatus(s prefetch.Status) lookaheadv1.CacheStatus {
+func cacheStatus(s fetch.Status) lookaheadv1.CacheStatus {
 	switch s {
-	case prefetch.StatusMiss:
+	case fetch.StatusMiss:
 		return lookaheadv1.CacheStatus_CACHE_STATUS_MISS
-	case prefetch.StatusHit:
+	case fetch.StatusHit:
 		return lookaheadv1.CacheStatus_CACHE_STATUS_HIT
-	case prefetch.StatusHitPrefetched:
+	case fetch.StatusHitPrefetched:
 		return lookaheadv1.CacheStatus_CACHE_STATUS_HIT_PREFETCHED
-	case prefetch.StatusJoined:
+	case fetch.StatusJoined:
 		return lookaheadv1.CacheStatus_CACHE_STATUS_JOINED
 	}
 	return lookaheadv1.CacheStatus_CACHE_STATUS_UNSPECIFIED

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
@@ -85,6 +86,8 @@ func toStatus(err error) error {
 	switch {
 	case errors.Is(err, origin.ErrObjectTooLarge):
 		return status.Error(codes.InvalidArgument, msg)
+	case errors.Is(err, fetch.ErrOlderThanAnnounced), errors.Is(err, fetch.ErrMalformedExpand):
+		return status.Error(codes.Unavailable, "origin fault: "+msg)
 	case errors.Is(err, origin.ErrCircuitOpen), errors.Is(err, origin.ErrIncompleteReply):
 		return status.Error(codes.Unavailable, "origin unavailable: "+msg)
 	case errors.Is(err, origin.ErrMalformedReply):

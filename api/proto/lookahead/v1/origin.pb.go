@@ -267,7 +267,9 @@ type WatchRequest struct {
 	// from_revision: changes with a revision greater than this are sent.
 	// Unset: from the origin's current revision, which the stream announces in
 	// its "lookahead-revision" header before any change, so a new subscriber
-	// does not replay the whole history.
+	// does not replay the whole history. An origin that reports a dataset
+	// identity sends it in the same header block as "lookahead-dataset-id", so
+	// that the revisions of a stream are never mistaken for another dataset's.
 	FromRevision  *uint64 `protobuf:"varint,1,opt,name=from_revision,json=fromRevision,proto3,oneof" json:"from_revision,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -627,6 +629,191 @@ func (x *OriginServiceDeleteResponse) GetRevision() uint64 {
 	return 0
 }
 
+type DescribeRequest struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeRequest) Reset() {
+	*x = DescribeRequest{}
+	mi := &file_lookahead_v1_origin_proto_msgTypes[11]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeRequest) ProtoMessage() {}
+
+func (x *DescribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lookahead_v1_origin_proto_msgTypes[11]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeRequest.ProtoReflect.Descriptor instead.
+func (*DescribeRequest) Descriptor() ([]byte, []int) {
+	return file_lookahead_v1_origin_proto_rawDescGZIP(), []int{11}
+}
+
+type DescribeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// dataset_id names the dataset the origin serves: the same across restarts
+	// and replicas of one dataset, different for any other (a store created
+	// anew, another database). Revisions and versions are only comparable
+	// within one dataset_id. Empty: the origin has no identity.
+	DatasetId string `protobuf:"bytes,1,opt,name=dataset_id,json=datasetId,proto3" json:"dataset_id,omitempty"`
+	// expand, watch and writes say whether Expand, Watch and Put/Delete are
+	// implemented; BatchGet always is.
+	Expand bool `protobuf:"varint,2,opt,name=expand,proto3" json:"expand,omitempty"`
+	Watch  bool `protobuf:"varint,3,opt,name=watch,proto3" json:"watch,omitempty"`
+	Writes bool `protobuf:"varint,4,opt,name=writes,proto3" json:"writes,omitempty"`
+	// limits are the origin's request limits; unset or 0 = not reported.
+	Limits        *OriginLimits `protobuf:"bytes,5,opt,name=limits,proto3" json:"limits,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DescribeResponse) Reset() {
+	*x = DescribeResponse{}
+	mi := &file_lookahead_v1_origin_proto_msgTypes[12]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DescribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DescribeResponse) ProtoMessage() {}
+
+func (x *DescribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lookahead_v1_origin_proto_msgTypes[12]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DescribeResponse.ProtoReflect.Descriptor instead.
+func (*DescribeResponse) Descriptor() ([]byte, []int) {
+	return file_lookahead_v1_origin_proto_rawDescGZIP(), []int{12}
+}
+
+func (x *DescribeResponse) GetDatasetId() string {
+	if x != nil {
+		return x.DatasetId
+	}
+	return ""
+}
+
+func (x *DescribeResponse) GetExpand() bool {
+	if x != nil {
+		return x.Expand
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetWatch() bool {
+	if x != nil {
+		return x.Watch
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetWrites() bool {
+	if x != nil {
+		return x.Writes
+	}
+	return false
+}
+
+func (x *DescribeResponse) GetLimits() *OriginLimits {
+	if x != nil {
+		return x.Limits
+	}
+	return nil
+}
+
+// OriginLimits are what one request may ask of an origin; beyond them it
+// answers INVALID_ARGUMENT.
+type OriginLimits struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// max_ids caps the ids of a BatchGet, and the roots and the known_ids of
+	// an Expand.
+	MaxIds uint32 `protobuf:"varint,1,opt,name=max_ids,json=maxIds,proto3" json:"max_ids,omitempty"`
+	// max_depth caps an Expand's depth.
+	MaxDepth uint32 `protobuf:"varint,2,opt,name=max_depth,json=maxDepth,proto3" json:"max_depth,omitempty"`
+	// max_objects caps an Expand's max_objects.
+	MaxObjects    uint32 `protobuf:"varint,3,opt,name=max_objects,json=maxObjects,proto3" json:"max_objects,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *OriginLimits) Reset() {
+	*x = OriginLimits{}
+	mi := &file_lookahead_v1_origin_proto_msgTypes[13]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *OriginLimits) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*OriginLimits) ProtoMessage() {}
+
+func (x *OriginLimits) ProtoReflect() protoreflect.Message {
+	mi := &file_lookahead_v1_origin_proto_msgTypes[13]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use OriginLimits.ProtoReflect.Descriptor instead.
+func (*OriginLimits) Descriptor() ([]byte, []int) {
+	return file_lookahead_v1_origin_proto_rawDescGZIP(), []int{13}
+}
+
+func (x *OriginLimits) GetMaxIds() uint32 {
+	if x != nil {
+		return x.MaxIds
+	}
+	return 0
+}
+
+func (x *OriginLimits) GetMaxDepth() uint32 {
+	if x != nil {
+		return x.MaxDepth
+	}
+	return 0
+}
+
+func (x *OriginLimits) GetMaxObjects() uint32 {
+	if x != nil {
+		return x.MaxObjects
+	}
+	return 0
+}
+
 var File_lookahead_v1_origin_proto protoreflect.FileDescriptor
 
 const file_lookahead_v1_origin_proto_rawDesc = "" +
@@ -672,13 +859,27 @@ const file_lookahead_v1_origin_proto_rawDesc = "" +
 	"\x10expected_version\x18\x02 \x01(\x04H\x00R\x0fexpectedVersion\x88\x01\x01B\x13\n" +
 	"\x11_expected_version\"9\n" +
 	"\x1bOriginServiceDeleteResponse\x12\x1a\n" +
-	"\brevision\x18\x01 \x01(\x04R\brevision2\xb4\x03\n" +
+	"\brevision\x18\x01 \x01(\x04R\brevision\"\x11\n" +
+	"\x0fDescribeRequest\"\xab\x01\n" +
+	"\x10DescribeResponse\x12\x1d\n" +
+	"\n" +
+	"dataset_id\x18\x01 \x01(\tR\tdatasetId\x12\x16\n" +
+	"\x06expand\x18\x02 \x01(\bR\x06expand\x12\x14\n" +
+	"\x05watch\x18\x03 \x01(\bR\x05watch\x12\x16\n" +
+	"\x06writes\x18\x04 \x01(\bR\x06writes\x122\n" +
+	"\x06limits\x18\x05 \x01(\v2\x1a.lookahead.v1.OriginLimitsR\x06limits\"e\n" +
+	"\fOriginLimits\x12\x17\n" +
+	"\amax_ids\x18\x01 \x01(\rR\x06maxIds\x12\x1b\n" +
+	"\tmax_depth\x18\x02 \x01(\rR\bmaxDepth\x12\x1f\n" +
+	"\vmax_objects\x18\x03 \x01(\rR\n" +
+	"maxObjects2\xff\x03\n" +
 	"\rOriginService\x12c\n" +
 	"\bBatchGet\x12*.lookahead.v1.OriginServiceBatchGetRequest\x1a+.lookahead.v1.OriginServiceBatchGetResponse\x12E\n" +
 	"\x06Expand\x12\x1b.lookahead.v1.ExpandRequest\x1a\x1c.lookahead.v1.ExpandResponse0\x01\x12B\n" +
 	"\x05Watch\x12\x1a.lookahead.v1.WatchRequest\x1a\x1b.lookahead.v1.WatchResponse0\x01\x12T\n" +
 	"\x03Put\x12%.lookahead.v1.OriginServicePutRequest\x1a&.lookahead.v1.OriginServicePutResponse\x12]\n" +
-	"\x06Delete\x12(.lookahead.v1.OriginServiceDeleteRequest\x1a).lookahead.v1.OriginServiceDeleteResponseBGZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3"
+	"\x06Delete\x12(.lookahead.v1.OriginServiceDeleteRequest\x1a).lookahead.v1.OriginServiceDeleteResponse\x12I\n" +
+	"\bDescribe\x12\x1d.lookahead.v1.DescribeRequest\x1a\x1e.lookahead.v1.DescribeResponseBGZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3"
 
 var (
 	file_lookahead_v1_origin_proto_rawDescOnce sync.Once
@@ -692,7 +893,7 @@ func file_lookahead_v1_origin_proto_rawDescGZIP() []byte {
 	return file_lookahead_v1_origin_proto_rawDescData
 }
 
-var file_lookahead_v1_origin_proto_msgTypes = make([]protoimpl.MessageInfo, 11)
+var file_lookahead_v1_origin_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
 var file_lookahead_v1_origin_proto_goTypes = []any{
 	(*OriginServiceBatchGetRequest)(nil),  // 0: lookahead.v1.OriginServiceBatchGetRequest
 	(*OriginServiceBatchGetResponse)(nil), // 1: lookahead.v1.OriginServiceBatchGetResponse
@@ -705,28 +906,34 @@ var file_lookahead_v1_origin_proto_goTypes = []any{
 	(*OriginServicePutResponse)(nil),      // 8: lookahead.v1.OriginServicePutResponse
 	(*OriginServiceDeleteRequest)(nil),    // 9: lookahead.v1.OriginServiceDeleteRequest
 	(*OriginServiceDeleteResponse)(nil),   // 10: lookahead.v1.OriginServiceDeleteResponse
-	(*Object)(nil),                        // 11: lookahead.v1.Object
+	(*DescribeRequest)(nil),               // 11: lookahead.v1.DescribeRequest
+	(*DescribeResponse)(nil),              // 12: lookahead.v1.DescribeResponse
+	(*OriginLimits)(nil),                  // 13: lookahead.v1.OriginLimits
+	(*Object)(nil),                        // 14: lookahead.v1.Object
 }
 var file_lookahead_v1_origin_proto_depIdxs = []int32{
-	11, // 0: lookahead.v1.OriginServiceBatchGetResponse.objects:type_name -> lookahead.v1.Object
-	11, // 1: lookahead.v1.ExpandResponse.objects:type_name -> lookahead.v1.Object
+	14, // 0: lookahead.v1.OriginServiceBatchGetResponse.objects:type_name -> lookahead.v1.Object
+	14, // 1: lookahead.v1.ExpandResponse.objects:type_name -> lookahead.v1.Object
 	6,  // 2: lookahead.v1.WatchResponse.changes:type_name -> lookahead.v1.Change
-	11, // 3: lookahead.v1.OriginServicePutRequest.object:type_name -> lookahead.v1.Object
-	0,  // 4: lookahead.v1.OriginService.BatchGet:input_type -> lookahead.v1.OriginServiceBatchGetRequest
-	2,  // 5: lookahead.v1.OriginService.Expand:input_type -> lookahead.v1.ExpandRequest
-	4,  // 6: lookahead.v1.OriginService.Watch:input_type -> lookahead.v1.WatchRequest
-	7,  // 7: lookahead.v1.OriginService.Put:input_type -> lookahead.v1.OriginServicePutRequest
-	9,  // 8: lookahead.v1.OriginService.Delete:input_type -> lookahead.v1.OriginServiceDeleteRequest
-	1,  // 9: lookahead.v1.OriginService.BatchGet:output_type -> lookahead.v1.OriginServiceBatchGetResponse
-	3,  // 10: lookahead.v1.OriginService.Expand:output_type -> lookahead.v1.ExpandResponse
-	5,  // 11: lookahead.v1.OriginService.Watch:output_type -> lookahead.v1.WatchResponse
-	8,  // 12: lookahead.v1.OriginService.Put:output_type -> lookahead.v1.OriginServicePutResponse
-	10, // 13: lookahead.v1.OriginService.Delete:output_type -> lookahead.v1.OriginServiceDeleteResponse
-	9,  // [9:14] is the sub-list for method output_type
-	4,  // [4:9] is the sub-list for method input_type
-	4,  // [4:4] is the sub-list for extension type_name
-	4,  // [4:4] is the sub-list for extension extendee
-	0,  // [0:4] is the sub-list for field type_name
+	14, // 3: lookahead.v1.OriginServicePutRequest.object:type_name -> lookahead.v1.Object
+	13, // 4: lookahead.v1.DescribeResponse.limits:type_name -> lookahead.v1.OriginLimits
+	0,  // 5: lookahead.v1.OriginService.BatchGet:input_type -> lookahead.v1.OriginServiceBatchGetRequest
+	2,  // 6: lookahead.v1.OriginService.Expand:input_type -> lookahead.v1.ExpandRequest
+	4,  // 7: lookahead.v1.OriginService.Watch:input_type -> lookahead.v1.WatchRequest
+	7,  // 8: lookahead.v1.OriginService.Put:input_type -> lookahead.v1.OriginServicePutRequest
+	9,  // 9: lookahead.v1.OriginService.Delete:input_type -> lookahead.v1.OriginServiceDeleteRequest
+	11, // 10: lookahead.v1.OriginService.Describe:input_type -> lookahead.v1.DescribeRequest
+	1,  // 11: lookahead.v1.OriginService.BatchGet:output_type -> lookahead.v1.OriginServiceBatchGetResponse
+	3,  // 12: lookahead.v1.OriginService.Expand:output_type -> lookahead.v1.ExpandResponse
+	5,  // 13: lookahead.v1.OriginService.Watch:output_type -> lookahead.v1.WatchResponse
+	8,  // 14: lookahead.v1.OriginService.Put:output_type -> lookahead.v1.OriginServicePutResponse
+	10, // 15: lookahead.v1.OriginService.Delete:output_type -> lookahead.v1.OriginServiceDeleteResponse
+	12, // 16: lookahead.v1.OriginService.Describe:output_type -> lookahead.v1.DescribeResponse
+	11, // [11:17] is the sub-list for method output_type
+	5,  // [5:11] is the sub-list for method input_type
+	5,  // [5:5] is the sub-list for extension type_name
+	5,  // [5:5] is the sub-list for extension extendee
+	0,  // [0:5] is the sub-list for field type_name
 }
 
 func init() { file_lookahead_v1_origin_proto_init() }
@@ -744,7 +951,7 @@ func file_lookahead_v1_origin_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lookahead_v1_origin_proto_rawDesc), len(file_lookahead_v1_origin_proto_rawDesc)),
 			NumEnums:      0,
-			NumMessages:   11,
+			NumMessages:   14,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

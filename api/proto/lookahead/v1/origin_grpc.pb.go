@@ -24,6 +24,7 @@ const (
 	OriginService_Watch_FullMethodName    = "/lookahead.v1.OriginService/Watch"
 	OriginService_Put_FullMethodName      = "/lookahead.v1.OriginService/Put"
 	OriginService_Delete_FullMethodName   = "/lookahead.v1.OriginService/Delete"
+	OriginService_Describe_FullMethodName = "/lookahead.v1.OriginService/Describe"
 )
 
 // OriginServiceClient is the client API for OriginService service.
@@ -47,6 +48,10 @@ type OriginServiceClient interface {
 	Put(ctx context.Context, in *OriginServicePutRequest, opts ...grpc.CallOption) (*OriginServicePutResponse, error)
 	// Delete removes an object, optionally only at an expected version.
 	Delete(ctx context.Context, in *OriginServiceDeleteRequest, opts ...grpc.CallOption) (*OriginServiceDeleteResponse, error)
+	// Describe reports the identity of the dataset the origin serves, what it
+	// implements and its limits. Optional: an origin that answers UNIMPLEMENTED
+	// has no identity, and the sidecar cannot tell its datasets apart.
+	Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error)
 }
 
 type originServiceClient struct {
@@ -125,6 +130,16 @@ func (c *originServiceClient) Delete(ctx context.Context, in *OriginServiceDelet
 	return out, nil
 }
 
+func (c *originServiceClient) Describe(ctx context.Context, in *DescribeRequest, opts ...grpc.CallOption) (*DescribeResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DescribeResponse)
+	err := c.cc.Invoke(ctx, OriginService_Describe_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // OriginServiceServer is the server API for OriginService service.
 // All implementations must embed UnimplementedOriginServiceServer
 // for forward compatibility.
@@ -146,6 +161,10 @@ type OriginServiceServer interface {
 	Put(context.Context, *OriginServicePutRequest) (*OriginServicePutResponse, error)
 	// Delete removes an object, optionally only at an expected version.
 	Delete(context.Context, *OriginServiceDeleteRequest) (*OriginServiceDeleteResponse, error)
+	// Describe reports the identity of the dataset the origin serves, what it
+	// implements and its limits. Optional: an origin that answers UNIMPLEMENTED
+	// has no identity, and the sidecar cannot tell its datasets apart.
+	Describe(context.Context, *DescribeRequest) (*DescribeResponse, error)
 	mustEmbedUnimplementedOriginServiceServer()
 }
 
@@ -170,6 +189,9 @@ func (UnimplementedOriginServiceServer) Put(context.Context, *OriginServicePutRe
 }
 func (UnimplementedOriginServiceServer) Delete(context.Context, *OriginServiceDeleteRequest) (*OriginServiceDeleteResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Delete not implemented")
+}
+func (UnimplementedOriginServiceServer) Describe(context.Context, *DescribeRequest) (*DescribeResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Describe not implemented")
 }
 func (UnimplementedOriginServiceServer) mustEmbedUnimplementedOriginServiceServer() {}
 func (UnimplementedOriginServiceServer) testEmbeddedByValue()                       {}
@@ -268,6 +290,24 @@ func _OriginService_Delete_Handler(srv interface{}, ctx context.Context, dec fun
 	return interceptor(ctx, in, info, handler)
 }
 
+func _OriginService_Describe_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DescribeRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(OriginServiceServer).Describe(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: OriginService_Describe_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(OriginServiceServer).Describe(ctx, req.(*DescribeRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // OriginService_ServiceDesc is the grpc.ServiceDesc for OriginService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -286,6 +326,10 @@ var OriginService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "Delete",
 			Handler:    _OriginService_Delete_Handler,
+		},
+		{
+			MethodName: "Describe",
+			Handler:    _OriginService_Describe_Handler,
 		},
 	},
 	Streams: []grpc.StreamDesc{

@@ -98,3 +98,31 @@ class OriginServiceDeleteResponse(_message.Message):
     REVISION_FIELD_NUMBER: _ClassVar[int]
     revision: int
     def __init__(self, revision: _Optional[int] = ...) -> None: ...
+
+class DescribeRequest(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...
+
+class DescribeResponse(_message.Message):
+    __slots__ = ("dataset_id", "expand", "watch", "writes", "limits")
+    DATASET_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPAND_FIELD_NUMBER: _ClassVar[int]
+    WATCH_FIELD_NUMBER: _ClassVar[int]
+    WRITES_FIELD_NUMBER: _ClassVar[int]
+    LIMITS_FIELD_NUMBER: _ClassVar[int]
+    dataset_id: str
+    expand: bool
+    watch: bool
+    writes: bool
+    limits: OriginLimits
+    def __init__(self, dataset_id: _Optional[str] = ..., expand: _Optional[bool] = ..., watch: _Optional[bool] = ..., writes: _Optional[bool] = ..., limits: _Optional[_Union[OriginLimits, _Mapping]] = ...) -> None: ...
+
+class OriginLimits(_message.Message):
+    __slots__ = ("max_ids", "max_depth", "max_objects")
+    MAX_IDS_FIELD_NUMBER: _ClassVar[int]
+    MAX_DEPTH_FIELD_NUMBER: _ClassVar[int]
+    MAX_OBJECTS_FIELD_NUMBER: _ClassVar[int]
+    max_ids: int
+    max_depth: int
+    max_objects: int
+    def __init__(self, max_ids: _Optional[int] = ..., max_depth: _Optional[int] = ..., max_objects: _Optional[int] = ...) -> None: ...

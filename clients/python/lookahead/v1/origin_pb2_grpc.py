@@ -62,6 +62,11 @@ class OriginServiceStub:
                 request_serializer=lookahead_dot_v1_dot_origin__pb2.OriginServiceDeleteRequest.SerializeToString,
                 response_deserializer=lookahead_dot_v1_dot_origin__pb2.OriginServiceDeleteResponse.FromString,
                 _registered_method=True)
+        self.Describe = channel.unary_unary(
+                '/lookahead.v1.OriginService/Describe',
+                request_serializer=lookahead_dot_v1_dot_origin__pb2.DescribeRequest.SerializeToString,
+                response_deserializer=lookahead_dot_v1_dot_origin__pb2.DescribeResponse.FromString,
+                _registered_method=True)
 
 
 class OriginServiceServicer:
@@ -108,6 +113,15 @@ class OriginServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Describe(self, request, context):
+        """Describe reports the identity of the dataset the origin serves, what it
+        implements and its limits. Optional: an origin that answers UNIMPLEMENTED
+        has no identity, and the sidecar cannot tell its datasets apart.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_OriginServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -135,6 +149,11 @@ def add_OriginServiceServicer_to_server(servicer, server):
                     servicer.Delete,
                     request_deserializer=lookahead_dot_v1_dot_origin__pb2.OriginServiceDeleteRequest.FromString,
                     response_serializer=lookahead_dot_v1_dot_origin__pb2.OriginServiceDeleteResponse.SerializeToString,
+            ),
+            'Describe': grpc.unary_unary_rpc_method_handler(
+                    servicer.Describe,
+                    request_deserializer=lookahead_dot_v1_dot_origin__pb2.DescribeRequest.FromString,
+                    response_serializer=lookahead_dot_v1_dot_origin__pb2.DescribeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -275,6 +294,33 @@ class OriginService:
             '/lookahead.v1.OriginService/Delete',
             lookahead_dot_v1_dot_origin__pb2.OriginServiceDeleteRequest.SerializeToString,
             lookahead_dot_v1_dot_origin__pb2.OriginServiceDeleteResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Describe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/lookahead.v1.OriginService/Describe',
+            lookahead_dot_v1_dot_origin__pb2.DescribeRequest.SerializeToString,
+            lookahead_dot_v1_dot_origin__pb2.DescribeResponse.FromString,
             options,
             channel_credentials,
             insecure,

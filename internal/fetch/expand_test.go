@@ -1,4 +1,4 @@
-package prefetch
+package fetch
 
 import (
 	"context"
@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch/fetchtest"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
@@ -19,13 +20,13 @@ func TestSpeculativeExpansionKeepsNoPayloads(t *testing.T) {
 		objs = append(objs, o)
 		return nil
 	}))
-	fx := &fakeExpander{fakeOrigin: newFakeOrigin(objs)}
-	r := newRig(t, fx, Config{Mode: ModeOff}, Static{}, cache.Config{PrefetchBytes: 16 << 10})
+	fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(objs)}
+	r := newRig(t, fx, Config{}, cache.Config{PrefetchBytes: 16 << 10})
 	for _, speculative := range []bool{true, false} {
-		r.engine.Clear()
-		x, joins := r.engine.newExpansion([]string{"task-0"}, graph.Budget{Depth: 3}, speculative)
-		require.Empty(t, joins)
-		require.NoError(t, x.run(context.Background()))
+		r.f.Clear()
+		x := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 3}, speculative)
+		require.Empty(t, x.joins)
+		require.NoError(t, x.Run(context.Background()))
 		var payload int
 		for _, o := range x.got {
 			payload += len(o.Payload)

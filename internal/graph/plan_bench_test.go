@@ -1,11 +1,10 @@
-package prefetch_test
+package graph_test
 
 import (
 	"testing"
 	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
-	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
 // BenchmarkPlanStep measures the planner, the pure core of every expansion:
@@ -45,7 +44,7 @@ func BenchmarkPlanStep(b *testing.B) {
 			start := time.Now()
 			for b.Loop() {
 				objects, fetch, trips = 0, 0, 0
-				p := prefetch.NewPlan([]*graph.Object{root}, budget)
+				p := graph.NewPlan([]*graph.Object{root}, budget)
 				for {
 					st, ok := p.Step(have)
 					if !ok {

@@ -1,15 +1,20 @@
-package prefetch
+package fetch
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
-	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
-// expansion is one Expand round trip in progress. The origin walks the
+// ErrMalformedExpand is an Expand stream that broke the traversal's rules:
+// a level out of order, beyond the requested depth, or objects nobody asked
+// for. The stream is cut at once.
+var ErrMalformedExpand = errors.New("fetch: malformed expand stream")
+
+// Expansion is one Expand round trip in progress. The origin walks the
 // subgraph below the roots and streams it level by level; the expansion
 //
 //   - fills the cache with every message as it arrives;
@@ -25,11 +30,19 @@ import (
 // ends; its claims are released then. Ids claimed but not delivered (the
 // origin's budget ran out first) are released as not delivered, and whoever
 // waited for them fetches them itself.
-type expansion struct {
-	e           *Engine
+//
+// The request bounds it, not the origin: only objects of ids the walk
+// expects (roots and followed refs within depth and max objects) are kept,
+// anything else is dropped and counted; a level out of order or beyond the
+// depth cuts the stream as malformed; and the stream is cut as soon as every
+// expected id has arrived, so an origin that keeps sending costs nothing.
+type Expansion struct {
+	f           *Fetcher
 	speculative bool
 	budget      graph.Budget
+	since       uint64   // cache.Changes when the expansion began
 	roots       []string // the roots the Expand asks for: those no other fetch is bringing
+	joins       map[*call][]string
 
 	mu sync.Mutex
 	// got holds every object received; a speculative expansion keeps only
@@ -38,62 +51,69 @@ type expansion struct {
 	got map[string]*graph.Object
 	// held are the whole objects received for ids this expansion claimed,
 	// kept until their level is released to whoever waits for them.
-	held      map[string]*graph.Object
-	owned     map[string]bool  // ids claimed and not yet released
-	missing   map[string]bool  // ids the origin said do not exist
-	seen      map[string]bool  // ids scheduled: roots and followed refs
-	claims    map[int][]*batch // level → in-flight claims not yet released
-	level     int              // the level being received; lower ones are complete
-	finished  bool
-	err       error
-	changed   chan struct{} // closed and replaced whenever a level completes
-	follow    map[string]bool
-	scheduled int
+	held     map[string]*graph.Object
+	owned    map[string]bool  // ids claimed and not yet released
+	missing  map[string]bool  // ids the origin said do not exist
+	reach    *graph.Reach     // ids scheduled: roots and followed refs, by the traversal's rules
+	claims   map[int][]*batch // level → in-flight claims not yet released
+	level    int              // the level being received; lower ones are complete
+	finished bool
+	err      error
+	changed  chan struct{} // closed and replaced whenever a level completes
+	pending  int           // ids scheduled and neither received nor missing
+	dropped  int           // objects received that the walk did not expect
 }
 
-// newExpansion claims roots for an Expand with budget b. Roots already in
-// flight are not expanded again: they are returned in joins, for the caller
-// to wait for, and the Expand (x.run) asks for the others only.
-func (e *Engine) newExpansion(roots []string, b graph.Budget, speculative bool) (x *expansion, joins map[*call][]string) {
-	x = &expansion{
-		e: e, speculative: speculative, budget: b,
+// NewExpansion claims roots for an Expand with budget b. Roots already in
+// flight are not expanded again: the caller waits for them with JoinedRoots,
+// and the Expand (Run) asks for the others only. A speculative expansion
+// fills the prefetch tier, a demanded one the main tier.
+func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool) *Expansion {
+	x := &Expansion{
+		f: f, speculative: speculative, budget: b, since: f.cache.Changes(),
 		got:     make(map[string]*graph.Object, len(roots)),
 		held:    make(map[string]*graph.Object, len(roots)),
 		owned:   make(map[string]bool, len(roots)),
 		missing: make(map[string]bool),
-		seen:    make(map[string]bool, len(roots)),
+		reach:   graph.NewReach(b, len(roots)),
 		claims:  make(map[int][]*batch),
 		changed: make(chan struct{}),
 	}
-	if len(b.Fields) > 0 {
-		x.follow = make(map[string]bool, len(b.Fields))
-		for _, f := range b.Fields {
-			x.follow[f] = true
-		}
-	}
 	x.mu.Lock()
-	joins = x.claim(0, roots)
+	x.joins = x.claim(0, roots)
+	for _, ids := range x.joins {
+		x.pending -= len(ids) // another fetch brings them: the origin will not
+	}
 	x.mu.Unlock()
 	for _, b := range x.claims[0] {
 		x.roots = append(x.roots, b.ids...)
 	}
-	return x, joins
+	return x
 }
 
-// run performs the Expand call and returns its error; ErrUnsupported means
-// the origin cannot expand (remembered by the engine). Every claim is
-// released by the time run returns.
-func (x *expansion) run(ctx context.Context) error {
+// JoinedRoots waits for the roots that other fetches were bringing and
+// returns those that exist.
+func (x *Expansion) JoinedRoots(ctx context.Context) ([]*graph.Object, error) {
+	return joined(ctx, x.joins)
+}
+
+// Run performs the Expand call and returns its error; one matching
+// errors.ErrUnsupported means the origin cannot expand (the fetcher stops
+// asking). Every claim is released by the time Run returns.
+func (x *Expansion) Run(ctx context.Context) error {
 	if len(x.roots) == 0 { // all in flight already
 		x.finish(nil)
 		return nil
 	}
-	start := time.Now()
-	err := x.e.expander.Expand(ctx, x.roots, x.budget, x.receive)
+	start := x.f.cfg.Now()
+	err := x.f.expander.Expand(ctx, x.roots, x.budget, x.receive)
+	if errors.Is(err, graph.ErrStop) {
+		err = nil
+	}
 	if errors.Is(err, errors.ErrUnsupported) {
-		x.e.noExpand.Store(true)
-	} else if err == nil && x.e.observer != nil {
-		x.e.observer.ObserveRoundTrip(time.Since(start))
+		x.f.noExpand.Store(true)
+	} else if err == nil && x.f.cfg.Observer != nil {
+		x.f.cfg.Observer.ObserveRoundTrip(x.f.cfg.Now().Sub(start))
 	}
 	x.finish(err)
 	return err
@@ -103,20 +123,19 @@ func (x *expansion) run(ctx context.Context) error {
 // returns those another fetch is bringing. The origin schedules at most
 // budget.MaxObjects ids, roots included; the expansion stops claiming there
 // too. Called with x.mu held.
-func (x *expansion) claim(level int, ids []string) (joins map[*call][]string) {
+func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	var fresh []string
 	for _, id := range ids {
-		if x.seen[id] || (x.budget.MaxObjects > 0 && x.scheduled >= x.budget.MaxObjects) {
+		if !x.reach.Admit(id) {
 			continue
 		}
-		x.seen[id] = true
-		x.scheduled++
+		x.pending++
 		fresh = append(fresh, id)
 	}
 	if len(fresh) == 0 {
 		return nil
 	}
-	joins, own := x.e.flights.claim(fresh, len(fresh), x.speculative)
+	joins, own := x.f.flights.claim(fresh, len(fresh), x.speculative)
 	for _, b := range own {
 		b.call.partial = true
 		for _, id := range b.ids {
@@ -131,13 +150,17 @@ func (x *expansion) claim(level int, ids []string) (joins map[*call][]string) {
 // The refs of the objects are claimed before the objects enter the cache, so
 // that whoever reads one there and looks below it finds its children in
 // flight; level's own claims are released after, at the next level.
-func (x *expansion) receive(level int, objs []*graph.Object, missing []string) error {
+func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if level < x.level || level > x.level+1 || level > x.budget.Depth {
+		return fmt.Errorf("%w: level %d after level %d, depth %d", ErrMalformedExpand, level, x.level, x.budget.Depth)
+	}
 	for x.level < level {
 		x.complete(x.level, nil)
 		x.level++
 	}
+	objs = x.expected(objs)
 	var next []string
 	for _, o := range objs {
 		x.got[o.ID] = o
@@ -147,26 +170,53 @@ func (x *expansion) receive(level int, objs []*graph.Object, missing []string) e
 		if x.owned[o.ID] {
 			x.held[o.ID] = o
 		}
-		if level >= x.budget.Depth {
+		if !x.reach.Expands(level) {
 			continue
 		}
 		for _, r := range o.Refs {
-			if x.follow == nil || x.follow[r.Field] {
+			if x.reach.Follows(r.Field) {
 				next = append(next, r.ID)
 			}
 		}
 	}
+	kept := missing[:0:0]
 	for _, id := range missing {
-		x.missing[id] = true
+		if x.reach.Has(id) && !x.missing[id] && x.got[id] == nil {
+			x.missing[id] = true
+			x.pending--
+			kept = append(kept, id)
+		}
 	}
 	x.claim(level+1, next)
-	x.e.fill(objs, missing, x.speculative)
+	x.f.fill(objs, kept, x.speculative, x.since)
+	if x.pending == 0 {
+		return graph.ErrStop // everything expected has arrived: stop reading
+	}
 	return nil
+}
+
+// expected keeps the objects of objs that the walk scheduled and has not
+// received yet; the rest (unrequested, duplicates, beyond the budget) are
+// dropped and counted, never cached. Called with x.mu held.
+func (x *Expansion) expected(objs []*graph.Object) []*graph.Object {
+	kept := objs[:0:0]
+	for _, o := range objs {
+		if o == nil || !x.reach.Has(o.ID) || x.got[o.ID] != nil || x.missing[o.ID] {
+			x.dropped++
+			continue
+		}
+		x.pending--
+		kept = append(kept, o)
+	}
+	if len(kept) < len(objs) {
+		x.f.cfg.Metrics.Dropped(len(objs) - len(kept))
+	}
+	return kept
 }
 
 // complete releases level's claims with what was delivered (or err) and
 // wakes those waiting for the level. Called with x.mu held.
-func (x *expansion) complete(level int, err error) {
+func (x *Expansion) complete(level int, err error) {
 	for _, b := range x.claims[level] {
 		if err != nil {
 			b.call.err = err
@@ -182,7 +232,7 @@ func (x *expansion) complete(level int, err error) {
 			delete(x.held, id)
 			delete(x.owned, id)
 		}
-		x.e.flights.release(b)
+		x.f.flights.release(b)
 	}
 	delete(x.claims, level)
 	close(x.changed)
@@ -191,7 +241,7 @@ func (x *expansion) complete(level int, err error) {
 
 // finish ends the expansion: the level being received is complete (or
 // failed, with everything claimed below it).
-func (x *expansion) finish(err error) {
+func (x *Expansion) finish(err error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	for level := range x.claims {
@@ -202,9 +252,9 @@ func (x *expansion) finish(err error) {
 	x.changed = make(chan struct{})
 }
 
-// await waits until level is complete or the expansion ended, and returns
+// Await waits until level is complete or the expansion ended, and returns
 // the expansion's error if it ended before the level with one.
-func (x *expansion) await(ctx context.Context, level int) error {
+func (x *Expansion) Await(ctx context.Context, level int) error {
 	for {
 		x.mu.Lock()
 		done, err, ch := x.finished, x.err, x.changed
@@ -224,9 +274,9 @@ func (x *expansion) await(ctx context.Context, level int) error {
 	}
 }
 
-// lookup says whether the expansion has delivered id, or learned that it does
+// Lookup says whether the expansion has delivered id, or learned that it does
 // not exist (obj nil, known true).
-func (x *expansion) lookup(id string) (obj *graph.Object, known bool) {
+func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if o, ok := x.got[id]; ok {
@@ -235,9 +285,9 @@ func (x *expansion) lookup(id string) (obj *graph.Object, known bool) {
 	return nil, x.missing[id]
 }
 
-// delivered returns the objects of ids the expansion has received, with the
+// Delivered returns the objects of ids the expansion has received, with the
 // ids it has not (nil if all), in the order of ids.
-func (x *expansion) delivered(ids []string) (objs []*graph.Object, rest []string) {
+func (x *Expansion) Delivered(ids []string) (objs []*graph.Object, rest []string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	objs = make([]*graph.Object, 0, len(ids))

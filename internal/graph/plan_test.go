@@ -1,4 +1,4 @@
-package prefetch
+package graph_test
 
 import (
 	"testing"
@@ -11,7 +11,7 @@ import (
 
 // g builds a graph from "id: ref ref ..." adjacency; every ref field is "f"
 // unless written field=id.
-func g(adj map[string][]string) map[string]*graph.Object {
+func buildGraph(adj map[string][]string) map[string]*graph.Object {
 	out := make(map[string]*graph.Object, len(adj))
 	for id, refs := range adj {
 		o := &graph.Object{ID: id}
@@ -31,7 +31,7 @@ func g(adj map[string][]string) map[string]*graph.Object {
 
 // drive runs a plan to the end against a world with some ids cached, and
 // returns the ids fetched per level.
-func drive(p *Plan, world map[string]*graph.Object, cached map[string]bool) [][]string {
+func drivePlan(p *graph.Plan, world map[string]*graph.Object, cached map[string]bool) [][]string {
 	var fetched [][]string
 	have := func(id string) (*graph.Object, bool) {
 		if cached[id] {
@@ -58,7 +58,7 @@ func drive(p *Plan, world map[string]*graph.Object, cached map[string]bool) [][]
 }
 
 func TestPlanFetchesLevelByLevel(t *testing.T) {
-	world := g(map[string][]string{
+	world := buildGraph(map[string][]string{
 		"r": {"a", "b"}, "a": {"c", "d"}, "b": {"d", "r"}, // shared child d, cycle back to r
 		"c": {"c"}, "d": {"e", "ghost"}, "e": {}, // self reference, dangling ref
 	})
@@ -89,20 +89,20 @@ func TestPlanFetchesLevelByLevel(t *testing.T) {
 			for _, id := range tt.cached {
 				cached[id] = true
 			}
-			p := NewPlan([]*graph.Object{world["r"]}, tt.budget)
-			assert.Equal(t, tt.want, drive(p, world, cached))
+			p := graph.NewPlan([]*graph.Object{world["r"]}, tt.budget)
+			assert.Equal(t, tt.want, drivePlan(p, world, cached))
 			assert.Equal(t, tt.missing, p.Missing())
 		})
 	}
 }
 
 func TestPlanFieldFilter(t *testing.T) {
-	world := g(map[string][]string{
+	world := buildGraph(map[string][]string{
 		"r": {"owner=o", "items=i1", "items=i2"}, "o": {"items=x"}, "i1": {"owner=o2"}, "i2": {},
 		"x": {}, "o2": {},
 	})
-	p := NewPlan([]*graph.Object{world["r"]}, graph.Budget{Depth: 5, Fields: []string{"items"}})
-	assert.Equal(t, [][]string{{"i1", "i2"}}, drive(p, world, nil))
+	p := graph.NewPlan([]*graph.Object{world["r"]}, graph.Budget{Depth: 5, Fields: []string{"items"}})
+	assert.Equal(t, [][]string{{"i1", "i2"}}, drivePlan(p, world, nil))
 }
 
 func TestPlanFanOutBeyondMaxObjects(t *testing.T) {
@@ -112,39 +112,16 @@ func TestPlanFanOutBeyondMaxObjects(t *testing.T) {
 		adj["r"] = append(adj["r"], id)
 		adj[id] = nil
 	}
-	world := g(adj)
-	p := NewPlan([]*graph.Object{world["r"]}, graph.Budget{Depth: 1, MaxObjects: 100})
-	got := drive(p, world, nil)
+	world := buildGraph(adj)
+	p := graph.NewPlan([]*graph.Object{world["r"]}, graph.Budget{Depth: 1, MaxObjects: 100})
+	got := drivePlan(p, world, nil)
 	require.Len(t, got, 1)
 	assert.Len(t, got[0], 100)
 	assert.Equal(t, adj["r"][:100], got[0], "the first refs in order are kept")
 }
 
 func TestPlanIDsIncludesUncachedRoots(t *testing.T) {
-	world := g(map[string][]string{"r1": {"a"}, "r2": {"a"}, "a": {}})
-	p := NewPlanIDs([]string{"r1", "r2", "r1"}, graph.Budget{Depth: 1})
-	assert.Equal(t, [][]string{{"r2"}, {"a"}}, drive(p, world, map[string]bool{"r1": true}))
-}
-
-func TestStaticBudgetHonoursHint(t *testing.T) {
-	s := Static{Depth: 3, MaxObjects: 100, Fields: []string{"a"}}
-	zero, five := 0, 5
-	tests := []struct {
-		name string
-		hint Hint
-		want graph.Budget
-	}{
-		{"no hint", Hint{}, graph.Budget{Depth: 3, MaxObjects: 100, Fields: []string{"a"}}},
-		{"depth 0 turns off", Hint{Depth: &zero}, graph.Budget{Depth: 0, MaxObjects: 100, Fields: []string{"a"}}},
-		{"all overridden", Hint{Depth: &five, MaxObjects: &five, Fields: []string{"b"}},
-			graph.Budget{Depth: 5, MaxObjects: 5, Fields: []string{"b"}}},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			assert.Equal(t, tt.want, s.Budget(nil, tt.hint))
-		})
-	}
-	assert.Error(t, Static{Depth: -1}.Validate())
-	assert.Error(t, Static{MaxObjects: -1}.Validate())
-	assert.NoError(t, s.Validate())
+	world := buildGraph(map[string][]string{"r1": {"a"}, "r2": {"a"}, "a": {}})
+	p := graph.NewPlanIDs([]string{"r1", "r2", "r1"}, graph.Budget{Depth: 1})
+	assert.Equal(t, [][]string{{"r2"}, {"a"}}, drivePlan(p, world, map[string]bool{"r1": true}))
 }

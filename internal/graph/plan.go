@@ -1,16 +1,14 @@
-package prefetch
-
-import "github.com/lookahead-dev/lookahead/internal/graph"
+package graph
 
 // Lookup tells a plan what the sidecar already holds, without I/O. known is
 // true when the answer is certain: obj != nil is held, obj == nil is known
 // not to exist. known false means the id must be fetched.
-type Lookup func(id string) (obj *graph.Object, known bool)
+type Lookup func(id string) (obj *Object, known bool)
 
 // Step is one level of a plan: what is already held and what must be fetched.
 type Step struct {
 	Level int
-	Held  []*graph.Object
+	Held  []*Object
 	Fetch []string
 }
 
@@ -19,13 +17,13 @@ type Step struct {
 // the fetching and hands the result back with Complete. Cached subtrees are
 // not fetched again, but their refs are followed to find what lies below.
 type Plan struct {
-	t    *graph.Traversal
-	held []*graph.Object // held objects of the level Step last returned
+	t    *Traversal
+	held []*Object // held objects of the level Step last returned
 }
 
 // NewPlan plans the expansion below roots, which are held (level 0). The
 // budget's MaxObjects counts fetched levels only: the roots are free.
-func NewPlan(roots []*graph.Object, b graph.Budget) *Plan {
+func NewPlan(roots []*Object, b Budget) *Plan {
 	ids := make([]string, len(roots))
 	for i, o := range roots {
 		ids[i] = o.ID
@@ -33,15 +31,15 @@ func NewPlan(roots []*graph.Object, b graph.Budget) *Plan {
 	if b.MaxObjects > 0 {
 		b.MaxObjects += len(ids)
 	}
-	p := &Plan{t: graph.NewTraversal(ids, b)}
+	p := &Plan{t: NewTraversal(ids, b)}
 	p.t.Resolve(roots)
 	return p
 }
 
 // NewPlanIDs plans a walk from root ids that may or may not be held; the
 // budget's MaxObjects includes the roots.
-func NewPlanIDs(roots []string, b graph.Budget) *Plan {
-	return &Plan{t: graph.NewTraversal(roots, b)}
+func NewPlanIDs(roots []string, b Budget) *Plan {
+	return &Plan{t: NewTraversal(roots, b)}
 }
 
 // Step returns the next level with held objects and ids to fetch; ok is false
@@ -68,7 +66,7 @@ func (p *Plan) Step(have Lookup) (s Step, ok bool) {
 
 // Complete resolves the level Step returned with the fetched objects and
 // returns the level's objects in breadth-first order.
-func (p *Plan) Complete(fetched []*graph.Object) []*graph.Object {
+func (p *Plan) Complete(fetched []*Object) []*Object {
 	all := append(p.held, fetched...)
 	p.held = nil
 	return p.t.Resolve(all)
@@ -79,3 +77,14 @@ func (p *Plan) Remaining() int { return p.t.Remaining() }
 
 // Missing lists ids that were neither held nor fetched.
 func (p *Plan) Missing() []string { return p.t.Missing() }
+
+// Rest is the budget of an Expand call that continues the plan from the
+// level st with b's rules: the remaining depth and objects, the same fields.
+// Its roots are st.Fetch.
+func (p *Plan) Rest(st Step, b Budget) Budget {
+	sub := Budget{Depth: b.Depth - st.Level, Fields: b.Fields}
+	if r := p.Remaining(); r >= 0 {
+		sub.MaxObjects = r + len(st.Fetch)
+	}
+	return sub
+}

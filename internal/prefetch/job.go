@@ -1,0 +1,103 @@
+package prefetch
+
+import (
+	"errors"
+	"sync"
+
+	"github.com/lookahead-dev/lookahead/internal/fetch"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// expand runs one speculative job: walk below its roots through what is
+// held and fetch the rest, level by level, until the budget is spent.
+func (s *Scheduler) expand(j job) {
+	plan := graph.NewPlan(j.roots, j.budget)
+	var xs []*fetch.Expansion // this job's Expand calls: what they brought stays visible to the plan
+	have := func(id string) (*graph.Object, bool) {
+		for _, x := range xs {
+			if o, known := x.Lookup(id); known {
+				return o, true
+			}
+		}
+		return s.fetcher.Peek(id)
+	}
+	for s.ctx.Err() == nil {
+		st, ok := plan.Step(have)
+		if !ok {
+			if j.capped && plan.Remaining() == 0 {
+				s.cfg.Metrics.Clamped() // the tier's cap, not the planner's, ended it
+			}
+			return
+		}
+		var fetched []*graph.Object
+		if len(st.Fetch) > 0 {
+			var x *fetch.Expansion
+			var err error
+			fetched, x, err = s.fetchLevel(plan, st, j.budget)
+			if err != nil {
+				return // origin trouble or shutdown: speculation just stops
+			}
+			if x != nil {
+				xs = append(xs, x)
+			}
+		}
+		plan.Complete(fetched)
+	}
+}
+
+// fetchLevel fetches a level's ids for a job: with one Expand for the rest
+// of the job when the origin has one, level by level otherwise.
+func (s *Scheduler) fetchLevel(plan *graph.Plan, st graph.Step, b graph.Budget) ([]*graph.Object, *fetch.Expansion, error) {
+	if b.Depth-st.Level > 0 && s.fetcher.CanExpand() {
+		x := s.fetcher.NewExpansion(st.Fetch, plan.Rest(st, b), true)
+		err := x.Run(s.ctx)
+		if err == nil {
+			fetched, _ := x.Delivered(st.Fetch)
+			more, err := x.JoinedRoots(s.ctx) // roots another fetch was bringing
+			return append(fetched, more...), x, err
+		}
+		if !errors.Is(err, errors.ErrUnsupported) {
+			return nil, nil, err
+		}
+	}
+	fetched, err := s.speculate(st.Fetch)
+	return fetched, nil, err
+}
+
+// speculate fetches ids for a job in batches, each waiting for a worker
+// slot before it claims its ids, so that a demand never joins a fetch that
+// is itself still queued behind speculation.
+func (s *Scheduler) speculate(ids []string) ([]*graph.Object, error) {
+	var (
+		mu       sync.Mutex
+		out      []*graph.Object
+		firstErr error
+		wg       sync.WaitGroup
+	)
+	size := s.fetcher.BatchSize()
+	for start := 0; start < len(ids); start += size {
+		chunk := ids[start:min(start+size, len(ids))]
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case s.sem <- struct{}{}:
+			case <-s.ctx.Done():
+				return
+			}
+			defer func() { <-s.sem }()
+			got, err := s.fetcher.Speculate(s.ctx, chunk)
+			mu.Lock()
+			out = append(out, got...)
+			if firstErr == nil {
+				firstErr = err
+			}
+			mu.Unlock()
+		}()
+	}
+	wg.Wait()
+	if err := s.ctx.Err(); err != nil {
+		return nil, err
+	}
+	return out, firstErr
+}

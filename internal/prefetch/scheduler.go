@@ -1,0 +1,269 @@
+// Package prefetch is the sidecar's speculation: after a demand, it plans
+// what the application will read next and fetches it in the background,
+// never in the way of a demand.
+package prefetch
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	"github.com/lookahead-dev/lookahead/internal/fetch"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// Fetcher is what the scheduler needs from the demand path (fetch.Fetcher).
+type Fetcher interface {
+	// Fetch refetches ids as a demand (stale copies being revalidated).
+	Fetch(ctx context.Context, ids []string) ([]*graph.Object, error)
+	// Speculate fetches ids into the prefetch tier.
+	Speculate(ctx context.Context, ids []string) ([]*graph.Object, error)
+	NewExpansion(roots []string, b graph.Budget, speculative bool) *fetch.Expansion
+	Peek(id string) (*graph.Object, bool)
+	CanExpand() bool
+	BatchSize() int
+	MeanObjectBytes() int64
+}
+
+// Metrics receives the scheduler's counts; metrics.Set's PrefetchMetrics
+// satisfies it. Nil counts nothing.
+type Metrics interface {
+	Dropped()    // a speculative job dropped from a full queue
+	Clamped()    // a job the prefetch tier's cap stopped before its own budget
+	Depth(d int) // the planner's current depth
+}
+
+// Mode selects whether the scheduler speculates.
+type Mode string
+
+// Modes.
+const (
+	ModeStatic   Mode = "static"   // expand below demanded objects with the planner's budget
+	ModeAdaptive Mode = "adaptive" // the planner learns depth and fields (use NewAdaptive)
+	ModeOff      Mode = "off"      // demand fetches only, hints included: an operator's kill switch
+)
+
+// Config tunes the scheduler. Zero values take the documented defaults.
+type Config struct {
+	Mode      Mode // default static
+	Workers   int  // concurrent speculative origin requests (Knafla's support threads); default 4
+	QueueSize int  // jobs waiting for a worker, newest run first; beyond it the oldest are dropped; default 1024
+	// TierBytes is the prefetch tier's budget: one job fetches at most what
+	// half of it holds (see tierCap); 0 = no cap.
+	TierBytes int64
+	Metrics   Metrics // nil counts nothing
+}
+
+func (c *Config) setDefaults() {
+	if c.Mode == "" {
+		c.Mode = ModeStatic
+	}
+	if c.Workers == 0 {
+		c.Workers = 4
+	}
+	if c.QueueSize == 0 {
+		c.QueueSize = 1024
+	}
+	if c.Metrics == nil {
+		c.Metrics = nopMetrics{}
+	}
+}
+
+// Validate reports every broken rule of c, its zero values read as the
+// defaults, as New would: for commands that check settings before starting.
+func (c Config) Validate() error {
+	c.setDefaults()
+	return c.validate()
+}
+
+func (c Config) validate() error {
+	var errs []error
+	if c.Mode != ModeStatic && c.Mode != ModeAdaptive && c.Mode != ModeOff {
+		errs = append(errs, fmt.Errorf("prefetch mode %q: want static, adaptive or off", c.Mode))
+	}
+	if c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("prefetch workers %d: must be at least 1", c.Workers))
+	}
+	if c.QueueSize < 1 {
+		errs = append(errs, fmt.Errorf("prefetch queue size %d: must be at least 1", c.QueueSize))
+	}
+	if c.TierBytes < 0 {
+		errs = append(errs, fmt.Errorf("prefetch tier bytes %d: must not be negative", c.TierBytes))
+	}
+	return errors.Join(errs...)
+}
+
+// job is speculative work: expand below roots, or refresh stale ids.
+type job struct {
+	roots   []*graph.Object
+	budget  graph.Budget
+	refresh []string
+	capped  bool // budget.MaxObjects is tierCap's, lower than the planner's
+}
+
+// Scheduler runs speculation: after each demand it asks its planner how far
+// to expand below what was read, and queues the job for its workers. A
+// demand never waits for it: the scheduler only learns of demands after
+// they are answered, and its fetches go through the fetcher's in-flight
+// table, where a demand joins them rather than queueing behind them.
+// Speculative jobs wait in a bounded queue, newest first, drained by
+// Workers goroutines, all stopped by Close.
+type Scheduler struct {
+	cfg      Config
+	fetcher  Fetcher
+	planner  Planner
+	observer Observer // nil when the planner does not learn
+
+	jobs *queue
+	sem  chan struct{} // one slot per concurrent speculative origin request
+
+	ctx       context.Context // cancelled by Close; speculative work runs under it
+	cancel    context.CancelFunc
+	wg        sync.WaitGroup // the workers
+	closeOnce sync.Once
+}
+
+// New starts a scheduler with cfg.Workers workers; Close stops them.
+func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Scheduler{
+		cfg: cfg, fetcher: f, planner: p,
+		jobs: newQueue(cfg.QueueSize),
+		sem:  make(chan struct{}, cfg.Workers),
+		ctx:  ctx, cancel: cancel,
+	}
+	if obs, ok := p.(Observer); ok {
+		s.observer = obs
+	}
+	if st, ok := p.(Static); ok && cfg.Mode == ModeStatic {
+		cfg.Metrics.Depth(st.Depth)
+	}
+	for i := 0; i < cfg.Workers; i++ {
+		s.wg.Add(1)
+		go s.work()
+	}
+	return s, nil
+}
+
+// Close cancels outstanding speculative work and waits for the workers. It
+// is idempotent.
+func (s *Scheduler) Close() {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.wg.Wait()
+	})
+}
+
+func (s *Scheduler) work() {
+	defer s.wg.Done()
+	for {
+		select {
+		case <-s.ctx.Done():
+			return
+		case <-s.jobs.ready:
+		}
+		for s.ctx.Err() == nil {
+			j, ok := s.jobs.pop()
+			if !ok {
+				break
+			}
+			if len(j.refresh) > 0 {
+				_, _ = s.fetcher.Fetch(s.ctx, j.refresh) // a failure leaves the stale copy
+				continue
+			}
+			s.expand(j)
+		}
+	}
+}
+
+// enqueue queues speculative work; speculation never blocks a demand, so a
+// full queue drops its oldest job instead (see queue), counted.
+func (s *Scheduler) enqueue(j job) {
+	if s.jobs.push(j) {
+		s.cfg.Metrics.Dropped()
+	}
+}
+
+// After is told of every answered demand. It schedules the expansion below
+// what the demand read from the origin or a prefetch (and below hits, when
+// the request asked for a prefetch: a request that asks gets it, cached or
+// not), the refresh of what was answered stale, and tells a learning planner
+// what the application read and when.
+func (s *Scheduler) After(a *fetch.Answer, h Hint) {
+	var follow []*graph.Object
+	used := 0
+	for _, r := range a.Results {
+		switch {
+		case r.Status == fetch.StatusHitPrefetched || r.Status == fetch.StatusJoined:
+			used++
+			// A used prefetch moves the window: expand below it so that the
+			// application's next step is already on its way (Knafla's POD).
+			follow = append(follow, r.Object)
+		case r.Status == fetch.StatusMiss:
+			follow = append(follow, r.Object)
+		case r.Status == fetch.StatusHit && !r.Stale && h.Given():
+			follow = append(follow, r.Object)
+		}
+	}
+	if len(a.Revalidate) > 0 {
+		s.enqueue(job{refresh: a.Revalidate})
+	}
+	if s.observer != nil {
+		objs := make([]*graph.Object, len(a.Results))
+		for i, r := range a.Results {
+			objs[i] = r.Object
+		}
+		s.observer.ObserveRequest(objs, a.Start, a.End)
+		if used > 0 {
+			s.observer.ObservePrefetch(0, used)
+		}
+	}
+	s.schedule(follow, h)
+}
+
+// schedule queues the speculative expansion below roots.
+func (s *Scheduler) schedule(roots []*graph.Object, h Hint) {
+	if len(roots) == 0 || s.cfg.Mode == ModeOff {
+		return
+	}
+	b := s.planner.Budget(roots, h)
+	if h.Depth == nil { // the planner's own depth, not a request's override
+		s.cfg.Metrics.Depth(b.Depth)
+	}
+	if b.Depth <= 0 {
+		return
+	}
+	j := job{roots: roots, budget: b}
+	if c := s.tierCap(); c > 0 && (b.MaxObjects == 0 || b.MaxObjects > c) {
+		j.budget.MaxObjects, j.capped = c, true
+	}
+	s.enqueue(j)
+}
+
+// tierCap is how many objects one speculative job may fetch: as many as
+// half the prefetch tier holds at the mean size of the objects fetched so
+// far; 0 (no cap) before anything was fetched. Without it, a budget larger
+// than the tier (a deep hint, many roots at once: db4o's "everything at
+// once") evicts its own first objects before the application reaches them,
+// and since the tier evicts the oldest unused first and a walk reads in the
+// order the breadth-first prefetch arrived, those are exactly the objects
+// it needs next. Half, so that the job the application's next request
+// schedules still fits beside this one.
+func (s *Scheduler) tierCap() int {
+	mean := s.fetcher.MeanObjectBytes()
+	if mean == 0 || s.cfg.TierBytes == 0 {
+		return 0
+	}
+	return int(max(s.cfg.TierBytes/2/mean, 1))
+}
+
+type nopMetrics struct{}
+
+func (nopMetrics) Dropped()  {}
+func (nopMetrics) Clamped()  {}
+func (nopMetrics) Depth(int) {}

@@ -1,0 +1,104 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/encoding"
+	"google.golang.org/grpc/mem"
+	"google.golang.org/grpc/status"
+
+	// The proto codec registers itself; RequestCodec wraps it.
+	_ "google.golang.org/grpc/encoding/proto"
+)
+
+// RequestCodec answers a request that does not decode — invalid UTF-8 in a
+// string field, a truncated or corrupt message — INVALID_ARGUMENT naming
+// the problem, where gRPC alone answers INTERNAL. grpc-go turns any error
+// of a codec's Unmarshal into INTERNAL before the handler runs, so the
+// codec does not return the error: it remembers it for the message, and
+// the codec's interceptors, which see each message after it was decoded,
+// answer it. Install both with ServerOptions; without the interceptors,
+// an undecodable request would reach its handler half decoded.
+type RequestCodec struct {
+	proto encoding.CodecV2
+
+	mu  sync.Mutex    // protects bad
+	bad map[any]error // messages that did not decode, until their interceptor takes them
+}
+
+// NewRequestCodec wraps grpc-go's proto codec.
+func NewRequestCodec() *RequestCodec {
+	return &RequestCodec{proto: encoding.GetCodecV2("proto"), bad: map[any]error{}}
+}
+
+// ServerOptions install the codec for every request of a server, and the
+// interceptors that answer what did not decode. Put them after the
+// counting interceptors, so that these answers are counted too.
+func (c *RequestCodec) ServerOptions() []grpc.ServerOption {
+	return []grpc.ServerOption{
+		grpc.ForceServerCodecV2(c),
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+			if err := c.take(req); err != nil {
+				return nil, err
+			}
+			return h(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, _ *grpc.StreamServerInfo, h grpc.StreamHandler) error {
+			return h(srv, checkedStream{ss, c})
+		}),
+	}
+}
+
+// Marshal implements encoding.CodecV2.
+func (c *RequestCodec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marshal(v) }
+
+// Unmarshal implements encoding.CodecV2: an error is kept for the
+// interceptors, not returned.
+func (c *RequestCodec) Unmarshal(data mem.BufferSlice, v any) error {
+	if err := c.proto.Unmarshal(data, v); err != nil {
+		c.mu.Lock()
+		c.bad[v] = err
+		c.mu.Unlock()
+	}
+	return nil
+}
+
+// Name implements encoding.CodecV2.
+func (c *RequestCodec) Name() string { return c.proto.Name() }
+
+// take returns the INVALID_ARGUMENT status of a message that did not
+// decode, forgetting it, or nil.
+func (c *RequestCodec) take(msg any) error {
+	c.mu.Lock()
+	err, ok := c.bad[msg]
+	delete(c.bad, msg)
+	c.mu.Unlock()
+	if !ok {
+		return nil
+	}
+	return status.Error(codes.InvalidArgument, fmt.Sprintf("request: %v", err))
+}
+
+// pending is how many undecodable messages await their interceptor.
+func (c *RequestCodec) pending() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.bad)
+}
+
+// checkedStream answers a streamed request message that did not decode.
+type checkedStream struct {
+	grpc.ServerStream
+	c *RequestCodec
+}
+
+func (s checkedStream) RecvMsg(m any) error {
+	if err := s.ServerStream.RecvMsg(m); err != nil {
+		return err
+	}
+	return s.c.take(m)
+}
