@@ -35,6 +35,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
 	"github.com/lookahead-dev/lookahead/internal/near"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
@@ -51,6 +52,7 @@ type options struct {
 	fields                                                  string
 	server                                                  server.Config
 	healthInterval, drainTimeout                            time.Duration
+	readiness                                               server.ReadinessConfig
 	watch                                                   bool
 	coherence                                               coherence.Config
 	logLevel                                                slog.Level
@@ -94,6 +96,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 16, "largest depth a request may ask for")
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 100000, "largest max_objects a request may ask for")
 	fs.DurationVar(&o.healthInterval, "health-interval", time.Second, "how often the origin's health is checked")
+	fs.Float64Var(&o.readiness.FailureRatio, "readiness-failure-ratio", 0.5, "the sidecar is not ready (grpc.health NOT_SERVING; liveness stays SERVING) when more than this share of its origin calls in a health interval failed (at least 3), when 3 in a row failed, or while the breaker is open; 1 = only the latter two")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
 	o.transport.register(fs)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -165,12 +168,12 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	buildinfo.Get().Register(reg)
 	m := metrics.New(reg)
 
-	c, err := cache.New(o.cache, m)
+	c, err := cache.New(o.cache, wire.Cache(m))
 	if err != nil {
 		return fmt.Errorf("cache config: %w", err)
 	}
 	defer c.Close()
-	metrics.RegisterCacheSize(reg, c.Stats)
+	metrics.RegisterCacheSize(reg, wire.CacheSizes(c.Stats))
 
 	cc, err := o.transport.dial(o.originAddr)
 	if err != nil {
@@ -196,7 +199,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if o.sched.Mode == prefetch.ModeAdaptive {
 		planner = prefetch.NewAdaptive(prefetch.AdaptiveConfig{MaxDepth: o.server.MaxDepth, MaxObjects: o.planner.MaxObjects})
 	}
-	o.fetch.Metrics = m.FetchMetrics()
+	o.fetch.Metrics = wire.Fetch(m)
 	if obs, ok := planner.(fetch.Observer); ok {
 		o.fetch.Observer = obs
 	}
@@ -212,7 +215,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("fetch config: %w", err)
 	}
 	nf := hub.Fetcher(f)
-	o.sched.Metrics = m.PrefetchMetrics()
+	o.sched.Metrics = wire.Prefetch(m)
 	o.sched.TierBytes = c.PrefetchBytes()
 	sched, err := prefetch.New(o.sched, f, planner)
 	if err != nil {
@@ -294,6 +297,12 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		}()
 	}
 
+	// Ready while the origin says it is healthy and the sidecar's own calls
+	// to it work: an origin may answer SERVING while every read fails.
+	ready, err := server.NewReadiness(o.readiness, coherence.NewProber(oc, ident, log).Probe, oc)
+	if err != nil {
+		return fmt.Errorf("readiness config: %w", err)
+	}
 	var wg sync.WaitGroup
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
@@ -307,7 +316,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		server.WatchOrigin(wctx, hs, coherence.NewProber(oc, ident, log).Probe, o.healthInterval, log)
+		server.WatchOrigin(wctx, hs, ready.Check, o.healthInterval, log)
 	}()
 
 	serveErr := make(chan error, len(lis))

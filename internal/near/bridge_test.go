@@ -12,6 +12,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
 )
 
 type fakeOrigin struct{}
@@ -28,7 +29,7 @@ func TestFetcherTellsTheHubOfEveryChangeAndClear(t *testing.T) {
 	h := newHub(t, Config{})
 	s := h.Subscribe(0, "")
 	defer h.Unsubscribe(s)
-	c, err := cache.New(cache.Config{}, metrics.New(prometheus.NewRegistry()))
+	c, err := cache.New(cache.Config{}, wire.Cache(metrics.New(prometheus.NewRegistry())))
 	require.NoError(t, err)
 	defer c.Close()
 	f, err := fetch.New(fetch.Config{}, fakeOrigin{}, c)

@@ -1441,7 +1441,8 @@ const file_lookahead_v1_sidecar_proto_rawDesc = "" +
 	"\x06Delete\x12\x1b.lookahead.v1.DeleteRequest\x1a\x1c.lookahead.v1.DeleteResponse\x12O\n" +
 	"\n" +
 	"Invalidate\x12\x1f.lookahead.v1.InvalidateRequest\x1a .lookahead.v1.InvalidateResponse\x12N\n" +
-	"\tSubscribe\x12\x1e.lookahead.v1.SubscribeRequest\x1a\x1f.lookahead.v1.SubscribeResponse0\x01BGZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3"
+	"\tSubscribe\x12\x1e.lookahead.v1.SubscribeRequest\x1a\x1f.lookahead.v1.SubscribeResponse0\x01Bi\n" +
+	"\x10dev.lookahead.v1B\fSidecarProtoP\x01ZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3"
 
 var (
 	file_lookahead_v1_sidecar_proto_rawDescOnce sync.Once
