@@ -94,7 +94,7 @@ func (o *options) flagRules() error {
 		errs = append(errs, errors.New("-listen and -unix-socket are both empty: nothing to serve on"))
 	}
 	errs = append(errs, flagconf.ListenAddr("listen", o.listen), flagconf.ListenAddr("metrics-listen", o.metricsListen))
-	if o.originAddr == "" {
+	if len(o.origins.routes) == 0 {
 		errs = append(errs, errors.New("-origin is empty: want host:port or a gRPC target"))
 	}
 	return errors.Join(errs...)
