@@ -28,12 +28,13 @@ type Config struct {
 	// RequireRedis makes a missing redis-server an error; otherwise the
 	// redis rows are reported as not run.
 	RequireRedis bool
-	Workloads    []string // any of w1 w2 w3 w4; empty = all
+	Workloads    []string // any of w1 w2 w3 w4 w5; empty = all
 
 	W1 W1Config
 	W2 W2Config
 	W3 W3Config
 	W4 W4Config
+	W5 W5Config
 }
 
 // Preset returns the sizes of a mode: "full" (BENCH.md's sizes, about 25
@@ -52,6 +53,9 @@ func Preset(mode string) (Config, error) {
 			GraphLevels: 5, GraphWalks: 30, LatencyMS: 1}
 		c.W4 = W4Config{CacheBytes: 8 << 20, PrefetchBytes: 2 << 20, PayloadBytes: 1024, Multiples: []float64{1, 3, 10},
 			ResultSize: 10, Levels: 5, Reps: 3, LatencyMS: 1}
+		c.W5 = W5Config{Users: 11500, MaxFriends: 3000, PayloadBytes: 100, LatenciesMS: []int{1, 0, 5}, Reps: 3,
+			FoFStarts: 3, FoFMin: 200, FoFMax: 1500, FeedStarts: 20, FeedFriends: 5, FeedPosts: 3,
+			HotVisits: 300, HotPosts: 2, HotFriends: 3, Statics: w5Grid}
 	case "quick":
 		c.W1 = W1Config{Roots: 100, Fanout: 5, Levels: 4, PayloadBytes: 10, ResultSize: 5, Queries: 1, Reps: 3,
 			LatenciesMS: []int{1, 0, 5}}
@@ -62,6 +66,9 @@ func Preset(mode string) (Config, error) {
 			GraphLevels: 5, GraphWalks: 10, LatencyMS: 1}
 		c.W4 = W4Config{CacheBytes: 1 << 20, PrefetchBytes: 256 << 10, PayloadBytes: 1024, Multiples: []float64{1, 3, 10},
 			ResultSize: 10, Levels: 4, Reps: 3, LatencyMS: 1}
+		c.W5 = W5Config{Users: 2000, MaxFriends: 3000, PayloadBytes: 100, LatenciesMS: []int{1, 0, 5}, Reps: 3,
+			FoFStarts: 1, FoFMin: 30, FoFMax: 100, FeedStarts: 2, FeedFriends: 5, FeedPosts: 3,
+			HotVisits: 10, HotPosts: 2, HotFriends: 3, Statics: w5Grid[:2]}
 	case "smoke":
 		c.W1 = W1Config{Roots: 4, Fanout: 3, Levels: 3, PayloadBytes: 10, ResultSize: 2, Queries: 1, Reps: 1,
 			LatenciesMS: []int{0}}
@@ -71,11 +78,21 @@ func Preset(mode string) (Config, error) {
 			GraphLevels: 3, GraphWalks: 2, LatencyMS: 0}
 		c.W4 = W4Config{CacheBytes: 64 << 10, PrefetchBytes: 16 << 10, PayloadBytes: 1024, Multiples: []float64{1, 2},
 			ResultSize: 2, Levels: 3, Reps: 1, LatencyMS: 0}
+		c.W5 = W5Config{Users: 200, MaxFriends: 100, PayloadBytes: 16, LatenciesMS: []int{0}, Reps: 1,
+			FoFStarts: 1, FoFMin: 2, FoFMax: 200, FeedStarts: 2, FeedFriends: 3, FeedPosts: 2,
+			HotVisits: 5, HotPosts: 1, HotFriends: 2, Statics: w5Grid[:1]}
 	default:
 		return c, fmt.Errorf("mode %q: want full, quick or smoke", mode)
 	}
 	return c, nil
 }
+
+// w5Grid is the static settings W5 searches for its best static row, most
+// promising first: quick mode runs the first two.
+// (A quick-size search over 1/20, 1/100, 1/1000, 2/100, 2/1000 and 3/100,
+// BENCHMARKS.md's W5 section, found 1/20 best on feed and hot spot at every
+// latency, depth 2 best on friends of friends.)
+var w5Grid = []W5Static{{Depth: 1, MaxObjects: 20}, {Depth: 2, MaxObjects: 100}, {Depth: 1, MaxObjects: 100}, {Depth: 2, MaxObjects: 1000}}
 
 // Report is what a run produced.
 type Report struct {
@@ -103,7 +120,7 @@ func (c *Config) defaults() error {
 		c.Self = exe
 	}
 	if len(c.Workloads) == 0 {
-		c.Workloads = []string{"w1", "w2", "w3", "w4"}
+		c.Workloads = []string{"w1", "w2", "w3", "w4", "w5"}
 	}
 	for _, name := range []string{"origin", "sidecar"} {
 		if _, err := os.Stat(filepath.Join(c.Bin, name)); err != nil {
@@ -179,6 +196,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("w4: %w", err)
 		}
 		r.w4(res)
+	}
+	if cfg.runs("w5") {
+		res, err := runW5(ctx, e, cfg.W5)
+		if err != nil {
+			return nil, fmt.Errorf("w5: %w", err)
+		}
+		r.w5(res)
 	}
 	return r.finish()
 }

@@ -54,9 +54,10 @@ func TestSmoke(t *testing.T) {
 	require.NoError(t, err)
 
 	assert.Greater(t, rep.NoPrefetchRoundTrips, 0.0, "W1 read no round trips from the no_prefetch sidecar's /metrics")
-	// W1: one table per latency; W2: the summary and one per think time; W3: two; W4: one.
-	assert.Len(t, rep.Tables, len(cfg.W1.LatenciesMS)+1+len(cfg.W2.Think)+2+1)
-	for _, h := range []string{"## W1", "## W2", "## W3", "## W4", "| no_prefetch |", "| full_prefetch |", "| peer: batched client |"} {
+	// W1: one table per latency; W2: the summary and one per think time; W3: two; W4: one; W5: one per latency.
+	assert.Len(t, rep.Tables, len(cfg.W1.LatenciesMS)+1+len(cfg.W2.Think)+2+1+len(cfg.W5.LatenciesMS))
+	for _, h := range []string{"## W1", "## W2", "## W3", "## W4", "## W5", "| no_prefetch |", "| full_prefetch |", "| peer: batched client |",
+		"| friends of friends | off |", "| hot spot | **best static**: "} {
 		assert.Contains(t, rep.Markdown, h)
 	}
 	if withRedis {

@@ -107,6 +107,21 @@ func (e *env) startSidecar(ctx context.Context, originAddr string, flags ...stri
 	return &sidecar{proc: p, c: c}, nil
 }
 
+// withSidecar starts a sidecar against originAddr with flags, runs fn with it
+// and stops it; a sidecar that does not stop cleanly fails the run.
+func (e *env) withSidecar(ctx context.Context, originAddr string, flags []string, fn func(*sidecar) error) (err error) {
+	sc, err := e.startSidecar(ctx, originAddr, flags...)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if serr := sc.stop(); err == nil {
+			err = serr
+		}
+	}()
+	return fn(sc)
+}
+
 func (s *sidecar) scrape(ctx context.Context) (scrape.Samples, error) {
 	return scrape.Fetch(ctx, s.proc.MetricsURL())
 }

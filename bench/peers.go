@@ -25,6 +25,7 @@ type originPeer struct {
 	cc         *grpc.ClientConn
 	rpc        lookaheadv1.OriginServiceClient
 	roundTrips int
+	objects    int
 	bytes      int64
 }
 
@@ -47,20 +48,31 @@ func dialOrigin(addr string) (*originPeer, error) {
 
 func (p *originPeer) close() { p.cc.Close() }
 
-// batchGet is one origin round trip for ids.
+// batchGet is one origin round trip for ids, every one of which must exist.
 func (p *originPeer) batchGet(ctx context.Context, ids []string) ([]*lookaheadv1.Object, error) {
+	objs, missing, err := p.batchGetSome(ctx, ids)
+	if err != nil {
+		return nil, err
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("origin: missing %v", missing)
+	}
+	return objs, nil
+}
+
+// batchGetSome is one origin round trip for ids: the objects found and the
+// ids of those that do not exist.
+func (p *originPeer) batchGetSome(ctx context.Context, ids []string) ([]*lookaheadv1.Object, []string, error) {
 	p.roundTrips++
 	resp, err := p.rpc.BatchGet(ctx, &lookaheadv1.OriginServiceBatchGetRequest{Ids: ids})
 	if err != nil {
-		return nil, fmt.Errorf("origin batch get: %w", err)
+		return nil, nil, fmt.Errorf("origin batch get: %w", err)
 	}
+	p.objects += len(resp.GetObjects())
 	for _, o := range resp.GetObjects() {
 		p.bytes += graphpb.FromProto(o).Size()
 	}
-	if len(resp.GetMissingIds()) > 0 {
-		return nil, fmt.Errorf("origin: missing %v", resp.GetMissingIds())
-	}
-	return resp.GetObjects(), nil
+	return resp.GetObjects(), resp.GetMissingIds(), nil
 }
 
 func newRedisClient(addr string, pool int) *redis.Client {

@@ -20,6 +20,15 @@ func median(xs []float64) float64 {
 	return (s[n/2-1] + s[n/2]) / 2
 }
 
+// medianOf is the median of f over xs.
+func medianOf[S any](xs []S, f func(S) float64) float64 {
+	vs := make([]float64, len(xs))
+	for i, x := range xs {
+		vs[i] = f(x)
+	}
+	return median(vs)
+}
+
 // percentile returns the p-th percentile (0..100) of sorted by the
 // nearest-rank method; NaN when sorted is empty.
 func percentile(sorted []time.Duration, p float64) time.Duration {

@@ -61,7 +61,7 @@ func parseFlags(args []string) (*options, error) {
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7071", "gRPC listen address; port 0 picks a free port (see -addr-file)")
-	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9091", "HTTP address for /metrics; empty disables")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:7073", "HTTP address for /metrics; empty disables")
 	fs.StringVar(&o.dataDir, "data", "./data/origin", "directory of the store; the file is origin.db inside, created if needed")
 	o.pg.flags(fs)
 	fs.StringVar(&o.addrFile, "addr-file", "", `once serving (store open and seeded), write "grpc ADDR" and "metrics ADDR" lines to this file`)

@@ -113,71 +113,84 @@ func (s socialOptions) validate() error {
 	return errors.Join(errs...)
 }
 
-// seed generates the -seed dataset, then loads the -load file. When ctx ends
-// it stops and keeps what was committed.
+// seedPart is one dataset seed loads: a generator or the -load file.
+type seedPart struct {
+	what string
+	p    *progress // counts objects; nil when the part reports on its own
+	gen  func(graph.EmitFunc) error
+}
+
+// seed generates the -seed dataset and loads the -load file into st in one
+// store.Load: all of it or, when a line is malformed or ctx ends, nothing, so
+// that the next start (the store still empty) loads it again.
 func seed(ctx context.Context, st *store.Store, o *options, log *slog.Logger) error {
+	var parts []seedPart
 	switch o.seed {
 	case "tasks":
 		g := o.tasks.gen()
-		if err := load(ctx, st, log, "tasks", newProgress(log, "tasks", "objects", int64(g.Roots*g.PerRoot())), g.Generate); err != nil {
-			return err
-		}
+		parts = append(parts, seedPart{"tasks", newProgress(log, "tasks", "objects", int64(g.Roots*g.PerRoot())), g.Generate})
 	case "random":
 		g := o.random.gen()
-		if err := load(ctx, st, log, "random", newProgress(log, "random", "objects", int64(g.N)), g.Generate); err != nil {
-			return err
-		}
+		parts = append(parts, seedPart{"random", newProgress(log, "random", "objects", int64(g.N)), g.Generate})
 	case "social":
 		g := o.social.gen()
-		if err := load(ctx, st, log, "social", newProgress(log, "social", "objects", int64(g.Approx())), g.Generate); err != nil {
-			return err
-		}
+		parts = append(parts, seedPart{"social", newProgress(log, "social", "objects", int64(g.Approx())), g.Generate})
 	}
-	if o.loadPath == "" || ctx.Err() != nil {
+	if o.loadPath != "" {
+		f, err := os.Open(o.loadPath)
+		if err != nil {
+			return fmt.Errorf("-load: %w", err)
+		}
+		defer f.Close()
+		fi, err := f.Stat()
+		if err != nil {
+			return fmt.Errorf("-load: %w", err)
+		}
+		r := io.TeeReader(f, newProgress(log, o.loadPath, "bytes", fi.Size()))
+		parts = append(parts, seedPart{what: o.loadPath, gen: func(emit graph.EmitFunc) error {
+			_, err := graph.DecodeNDJSON(r, emit)
+			return err
+		}})
+	}
+	if len(parts) == 0 {
 		return nil
 	}
-	f, err := os.Open(o.loadPath)
-	if err != nil {
-		return fmt.Errorf("-load: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return fmt.Errorf("-load: %w", err)
-	}
-	p := newProgress(log, o.loadPath, "bytes", fi.Size())
-	r := io.TeeReader(f, p)
-	return load(ctx, st, log, o.loadPath, nil, func(emit graph.EmitFunc) error {
-		_, err := graph.DecodeNDJSON(r, emit)
-		return err
-	})
-}
-
-// load writes what gen emits into st, reporting progress in objects unless p
-// is nil (then gen reports on its own).
-func load(ctx context.Context, st *store.Store, log *slog.Logger, what string, p *progress, gen func(graph.EmitFunc) error) error {
 	start := time.Now()
 	n, err := st.Load(func(emit graph.EmitFunc) error {
-		return gen(func(o *graph.Object) error {
-			if err := ctx.Err(); err != nil {
+		for _, part := range parts {
+			if err := loadPart(ctx, part, emit); err != nil {
 				return err
 			}
-			if p != nil {
-				p.add(1)
-			}
-			return emit(o)
-		})
+		}
+		return nil
 	})
-	if p != nil {
-		p.finish()
-	}
 	switch {
 	case ctx.Err() != nil:
-		log.Warn("load interrupted: the store holds part of the dataset; start with -reseed to load it all", "what", what, "objects", n)
+		log.Warn("load interrupted: nothing of it was stored; the next start loads it again")
 		return nil
 	case err != nil:
-		return fmt.Errorf("dataset %s: %w", what, err)
+		return err
 	}
-	log.Info("loaded", "what", what, "objects", n, "seconds", time.Since(start).Seconds(), "revision", st.Revision())
+	log.Info("loaded", "objects", n, "seconds", time.Since(start).Seconds(), "revision", st.Revision())
+	return nil
+}
+
+// loadPart emits what part generates until ctx ends.
+func loadPart(ctx context.Context, part seedPart, emit graph.EmitFunc) error {
+	err := part.gen(func(o *graph.Object) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if part.p != nil {
+			part.p.add(1)
+		}
+		return emit(o)
+	})
+	if part.p != nil {
+		part.p.finish()
+	}
+	if err != nil {
+		return fmt.Errorf("dataset %s: %w", part.what, err)
+	}
 	return nil
 }

@@ -66,7 +66,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.unixSocket, "unix-socket", "", "also listen on this unix socket path; an existing socket is replaced only when nothing listens on it, anything else there stops the start")
 	o.unixSocketMode = 0o660
 	fs.Var((*fileMode)(&o.unixSocketMode), "unix-socket-mode", "permission bits of --unix-socket, in octal: who may connect (write permission is needed to connect)")
-	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:9090", "HTTP address for /metrics; empty disables")
+	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:7072", "HTTP address for /metrics; empty disables")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines: for diagnosing memory or CPU in production)")
 	o.origins.routes = []originRoute{{target: "127.0.0.1:7071"}}
 	fs.Var(&o.origins, "origin", "origin gRPC address (host:port or a grpc target such as unix:///path or dns:///host:port, whose addresses are replicas used round robin); give it once per origin as PREFIX=TARGET to route the ids starting with PREFIX there, a bare TARGET being the route of every other id")
@@ -158,6 +158,8 @@ func cli(args []string, stdout, stderr io.Writer) int {
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.
 func run(ctx context.Context, o *options, log *slog.Logger) error {
+	limit, source := setMemoryLimit(o.cache, o.transport.maxMessageBytes)
+	log.Info("memory limit", "bytes", limit, "from", source)
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildinfo.Get().Register(reg)

@@ -82,6 +82,7 @@ func (t *transportOptions) finish() error {
 		errs = append(errs, fmt.Errorf("-max-message-bytes %d: must exceed -max-object-bytes %d, or no object of the largest size could arrive", t.maxMessageBytes, t.maxObjectBytes))
 	}
 	t.client.MaxObjectBytes = t.maxObjectBytes
+	t.client.MaxMessageBytes = int(min(t.maxMessageBytes, 1<<31-1))
 	var err error
 	if t.serverTLS, err = t.serverFiles.Load(); err != nil {
 		errs = append(errs, fmt.Errorf("-tls-cert, -tls-key, -tls-client-ca: %w", err))

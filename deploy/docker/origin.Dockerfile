@@ -24,7 +24,7 @@ COPY --from=build /out/origin /usr/local/bin/origin
 COPY --from=build --chown=65532:65532 /out/data /data
 # Numeric, so that Kubernetes' runAsNonRoot can verify it (nonroot = 65532).
 USER 65532:65532
-EXPOSE 7071 9091
+EXPOSE 7071 7073
 ENTRYPOINT ["/usr/local/bin/origin"]
 # In a container the loopback defaults would reach nobody outside it.
-CMD ["--listen=0.0.0.0:7071", "--metrics-listen=0.0.0.0:9091", "--data=/data"]
+CMD ["--listen=0.0.0.0:7071", "--metrics-listen=0.0.0.0:7073", "--data=/data"]

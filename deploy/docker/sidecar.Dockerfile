@@ -21,7 +21,7 @@ FROM gcr.io/distroless/static-debian12:nonroot
 COPY --from=build /out/sidecar /usr/local/bin/sidecar
 # Numeric, so that Kubernetes' runAsNonRoot can verify it (nonroot = 65532).
 USER 65532:65532
-EXPOSE 7070 9090
+EXPOSE 7070 7072
 ENTRYPOINT ["/usr/local/bin/sidecar"]
 # In a container the loopback defaults would reach nobody outside it.
-CMD ["--listen=0.0.0.0:7070", "--metrics-listen=0.0.0.0:9090"]
+CMD ["--listen=0.0.0.0:7070", "--metrics-listen=0.0.0.0:7072"]

@@ -102,10 +102,23 @@ type dupBatch struct{ *originserver.Server }
 // BatchGet answers an id asked twice twice.
 func (d dupBatch) BatchGet(ctx context.Context, req *lookaheadv1.OriginServiceBatchGetRequest) (*lookaheadv1.OriginServiceBatchGetResponse, error) {
 	resp, err := d.Server.BatchGet(ctx, req)
-	if err == nil && len(resp.GetObjects()) > 0 {
+	if err != nil {
+		return nil, err
+	}
+	// The server's reply carries its objects as encoded bytes: decode it
+	// to read them here, as a client would.
+	b, err := proto.Marshal(resp)
+	if err != nil {
+		return nil, err
+	}
+	resp = &lookaheadv1.OriginServiceBatchGetResponse{}
+	if err := proto.Unmarshal(b, resp); err != nil {
+		return nil, err
+	}
+	if len(resp.GetObjects()) > 0 {
 		resp.Objects = append(resp.Objects, resp.Objects[0])
 	}
-	return resp, err
+	return resp, nil
 }
 
 type greedyExpand struct{ *originserver.Server }

@@ -43,6 +43,14 @@ func (o *Object) Size() int64 {
 	return n
 }
 
+// SizeOf is the Size an object will have whose id, type and payload take
+// n bytes together and whose refs, count of them, take refBytes bytes in
+// their fields and ids: for checking what an object would cost before
+// building it.
+func SizeOf(n, refs int, refBytes int64) int64 {
+	return int64(objectOverhead+n) + int64(refs)*refOverhead + refBytes
+}
+
 // Errors returned by ValidateID.
 var (
 	ErrEmptyID   = errors.New("graph: empty id")

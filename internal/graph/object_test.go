@@ -29,6 +29,11 @@ func TestObjectSize(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.want, tc.o.Size())
+			var refBytes int64
+			for _, r := range tc.o.Refs {
+				refBytes += int64(len(r.Field) + len(r.ID))
+			}
+			assert.Equal(t, tc.want, graph.SizeOf(len(tc.o.ID)+len(tc.o.Type)+len(tc.o.Payload), len(tc.o.Refs), refBytes), "SizeOf agrees")
 		})
 	}
 }

@@ -18,7 +18,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/origin"
 )
 
-const maxObject = 1000 // bytes, the rig's Config.MaxObjectBytes
+const maxObject = 2000 // bytes, the rig's Config.MaxObjectBytes
 
 func obj(id string, payload string, refs ...string) *lookaheadv1.Object {
 	o := &lookaheadv1.Object{Id: id, Version: 1, Type: "T", Payload: []byte(payload)}
@@ -90,12 +90,12 @@ func TestBatchGetMalformedReplies(t *testing.T) {
 			wantCounts: map[string]float64{metrics.MalformedInvalidRef: 1}},
 		{name: "an oversized asked-for object fails the call",
 			objects:    []*lookaheadv1.Object{obj("a", "A"), obj("b", huge)},
-			wantErr:    `origin reply malformed: object "b": 1098 bytes exceed the limit of 1000`,
+			wantErr:    `origin reply malformed: object "b": 2098 bytes exceed the limit of 2000 (refused before decoding)`,
 			wantCounts: map[string]float64{metrics.MalformedOversized: 1}},
-		{name: "an oversized object not asked for is only dropped",
+		{name: "an oversized object fails the call even when not asked for: it is refused before decoding",
 			objects:    []*lookaheadv1.Object{obj("a", "A"), obj("b", "B"), obj("x", huge)},
-			wantFound:  []string{"a", "b"},
-			wantCounts: map[string]float64{metrics.MalformedUnrequested: 1}},
+			wantErr:    `origin reply malformed: object "x": 2098 bytes exceed the limit of 2000 (refused before decoding)`,
+			wantCounts: map[string]float64{metrics.MalformedOversized: 1}},
 		{name: "an id sent as an object and as missing: the object wins",
 			objects: []*lookaheadv1.Object{obj("a", "A"), obj("b", "B")}, missing: []string{"a"},
 			wantFound: []string{"a", "b"}, wantCounts: map[string]float64{metrics.MalformedConflict: 1}},
@@ -183,7 +183,7 @@ func TestExpandMalformedReplies(t *testing.T) {
 			wantCounts: map[string]float64{metrics.MalformedDuplicate: 1, metrics.MalformedUnrequested: 1, metrics.MalformedConflict: 1}},
 		{name: "an oversized object ends the stream; earlier levels stand",
 			stream: []level{{0, []*lookaheadv1.Object{root}, nil}, {1, []*lookaheadv1.Object{obj("c1", "1"), obj("c2", huge)}, nil}},
-			want:   [][]string{{"r"}}, wantErr: `origin reply malformed: object "c2": 1099 bytes exceed the limit of 1000`,
+			want:   [][]string{{"r"}}, wantErr: `origin reply malformed: object "c2": 2099 bytes exceed the limit of 2000 (refused before decoding)`,
 			wantCounts: map[string]float64{metrics.MalformedOversized: 1}},
 		{name: "an object with an invalid ref ends the stream",
 			stream: []level{{0, []*lookaheadv1.Object{obj("r", "R", strings.Repeat("i", graph.MaxIDBytes+1))}, nil}},

@@ -192,9 +192,13 @@ func (c *Client) BatchGet(ctx context.Context, ids []string) (found []*graph.Obj
 	var resp *lookaheadv1.OriginServiceBatchGetResponse
 	err = c.retrying(ctx, "BatchGet", func(ctx context.Context) error {
 		return c.roundTrip(ctx, "BatchGet", func(ctx context.Context) error {
+			codec, limit := c.newReplyCodec(1), c.batchRecvLimit(len(ids))
 			var err error
-			resp, err = c.rpc.BatchGet(ctx, &lookaheadv1.OriginServiceBatchGetRequest{Ids: ids})
-			return err
+			resp, err = c.rpc.BatchGet(ctx, &lookaheadv1.OriginServiceBatchGetRequest{Ids: ids}, codec.callOptions(limit)...)
+			if limit > 0 && overLimit(err) {
+				codec.refused = c.tooLong(limit, ids)
+			}
+			return codec.verdict(c, err)
 		})
 	})
 	if err != nil {
@@ -235,9 +239,10 @@ var errStreamStarted = errors.New("after the stream began")
 func (c *Client) expand(ctx context.Context, roots []string, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the stream if fn stops early
+	codec := c.newReplyCodec(2)
 	stream, err := c.rpc.Expand(ctx, &lookaheadv1.ExpandRequest{
 		Roots: roots, Depth: uint32(b.Depth), MaxObjects: uint32(b.MaxObjects), Fields: b.Fields,
-	})
+	}, codec.callOptions(0)...)
 	if err != nil {
 		return err
 	}
@@ -248,6 +253,9 @@ func (c *Client) expand(ctx context.Context, roots []string, b graph.Budget, fn 
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
+			}
+			if codec.refused != nil {
+				return codec.verdict(c, err)
 			}
 			if started {
 				return fmt.Errorf("%w: %w", errStreamStarted, err)

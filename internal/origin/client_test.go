@@ -128,7 +128,7 @@ func TestPutRefusesWhatCouldNotBeReadBack(t *testing.T) {
 	o.Payload = append(o.Payload, 0)
 	_, err = r.client.Put(context.Background(), o, nil)
 	assert.ErrorIs(t, err, origin.ErrObjectTooLarge)
-	assert.ErrorContains(t, err, `object "a": 1001 bytes exceed the limit of 1000`)
+	assert.ErrorContains(t, err, `object "a": 2001 bytes exceed the limit of 2000`)
 	assert.Equal(t, 1, r.fake.Calls("Put"), "the oversized one was not written")
 }
 

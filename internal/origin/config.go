@@ -42,6 +42,11 @@ type Config struct {
 	// MaxObjectBytes is the largest object (graph.Object.Size) accepted from
 	// the origin; a larger one is malformed; default 4 MiB.
 	MaxObjectBytes int64
+	// MaxMessageBytes is the origin connection's receive limit
+	// (DialConfig.MaxMessageBytes); default DefaultMaxMessageBytes. A
+	// BatchGet reply is received only up to what its ids' objects can take
+	// when that is less (see reply.go).
+	MaxMessageBytes int
 	// Timeout caps each round trip (each attempt of a read, each write, a
 	// whole Expand stream) when the caller's deadline is later or absent, so
 	// that an origin that stops answering cannot hold a request or a
@@ -75,6 +80,7 @@ func (c *Config) setDefaults() {
 	if c.MaxObjectBytes == 0 {
 		c.MaxObjectBytes = DefaultMaxObjectBytes
 	}
+	def(&c.MaxMessageBytes, DefaultMaxMessageBytes)
 	if c.Clock == nil {
 		c.Clock = resilience.SystemClock{}
 	}
@@ -101,6 +107,9 @@ func (c Config) validate() error {
 	}
 	if c.BreakerCooldown < 0 {
 		errs = append(errs, fmt.Errorf("origin: breaker cooldown %v: must not be negative", c.BreakerCooldown))
+	}
+	if c.MaxMessageBytes < 0 {
+		errs = append(errs, fmt.Errorf("origin: max message bytes %d: must not be negative", c.MaxMessageBytes))
 	}
 	if c.MaxObjectBytes < 0 {
 		errs = append(errs, fmt.Errorf("origin: max object bytes %d: must not be negative", c.MaxObjectBytes))

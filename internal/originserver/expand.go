@@ -5,11 +5,9 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
-	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 )
 
 // Expand implements lookaheadv1.OriginServiceServer: a breadth-first walk
@@ -51,16 +49,22 @@ func (s *Server) Expand(req *lookaheadv1.ExpandRequest, stream lookaheadv1.Origi
 			return toStatus(err)
 		}
 		level := uint32(t.Level())
-		found, missing, err := s.st.Get(t.Pending())
+		found, objs, missing, err := s.read(t.Pending(), true)
 		if err != nil {
 			return toStatus(err)
 		}
 		out.start(level)
-		for _, o := range t.Resolve(found) {
+		// Resolve keeps the order of objs, both in Pending order: walk them
+		// together to find each accepted object's bytes.
+		j := 0
+		for _, o := range t.Resolve(objs) {
+			for objs[j] != o {
+				j++
+			}
 			if _, ok := known[o.ID]; ok {
 				continue
 			}
-			if err := out.addObject(graphpb.ToProto(o)); err != nil {
+			if err := out.addObject(found[j]); err != nil {
 				return sendStatus(ctx.Err(), err)
 			}
 		}
@@ -115,56 +119,58 @@ func sendStatus(ctxErr, sendErr error) error {
 
 // levelSender cuts one level's objects and missing ids into messages of at
 // most maxObjects objects and about maxBytes bytes; a single larger object
-// still goes alone.
+// still goes alone. Objects go as their stored bytes (see wire.go).
 type levelSender struct {
 	send                 func(*lookaheadv1.ExpandResponse) error
 	sent                 func(objects, bytes int) // after each message sent
 	maxObjects, maxBytes int
-	msg                  *lookaheadv1.ExpandResponse // being filled
-	size                 int                         // encoded bytes in msg
-	objectBytes          int                         // of those, objects' bytes
+	level                uint32
+	raw                  []byte // the message's objects and missing ids, encoded
+	objects, missing     int    // in raw
+	objectBytes          int    // the objects' own bytes
 }
 
 func (l *levelSender) start(level uint32) {
-	l.msg = &lookaheadv1.ExpandResponse{Level: level}
-	l.size, l.objectBytes = 0, 0
+	l.level = level
+	l.raw = nil
+	l.objects, l.missing, l.objectBytes = 0, 0, 0
 }
 
-func (l *levelSender) addObject(p *lookaheadv1.Object) error {
-	n := proto.Size(p)
-	if len(l.msg.Objects) >= l.maxObjects || (l.size > 0 && l.size+n > l.maxBytes) {
+func (l *levelSender) addObject(b []byte) error {
+	if l.objects >= l.maxObjects || (len(l.raw) > 0 && len(l.raw)+fieldSize(expandObject, len(b)) > l.maxBytes) {
 		if err := l.flush(); err != nil {
 			return err
 		}
 	}
-	l.msg.Objects = append(l.msg.Objects, p)
-	l.size += n
-	l.objectBytes += n
+	l.raw = appendBytesField(l.raw, expandObject, b)
+	l.objects++
+	l.objectBytes += len(b)
 	return nil
 }
 
 func (l *levelSender) addMissing(id string) error {
-	n := len(id) + 3 // about the tag and length prefix
-	if l.size > 0 && l.size+n > l.maxBytes {
+	if len(l.raw) > 0 && len(l.raw)+fieldSize(expandMissed, len(id)) > l.maxBytes {
 		if err := l.flush(); err != nil {
 			return err
 		}
 	}
-	l.msg.MissingIds = append(l.msg.MissingIds, id)
-	l.size += n
+	l.raw = appendStringField(l.raw, expandMissed, id)
+	l.missing++
 	return nil
 }
 
 // flush sends what the current message holds, if anything, and starts the
 // next message of the same level.
 func (l *levelSender) flush() error {
-	if len(l.msg.Objects) == 0 && len(l.msg.MissingIds) == 0 {
+	if l.objects == 0 && l.missing == 0 {
 		return nil
 	}
-	if err := l.send(l.msg); err != nil {
+	msg := &lookaheadv1.ExpandResponse{Level: l.level}
+	setRaw(msg, l.raw)
+	if err := l.send(msg); err != nil {
 		return err
 	}
-	l.sent(len(l.msg.Objects), l.objectBytes)
-	l.start(l.msg.Level)
+	l.sent(l.objects, l.objectBytes)
+	l.start(l.level)
 	return nil
 }

@@ -4,13 +4,12 @@ import (
 	"context"
 	"time"
 
-	"google.golang.org/protobuf/proto"
-
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 )
 
-// BatchGet implements lookaheadv1.OriginServiceServer. Objects come in the
+// BatchGet implements lookaheadv1.OriginServiceServer. It sends the stored
+// bytes of each object without decoding them (see wire.go). Objects come in the
 // order their ids were asked for, an id asked for twice is answered once, and
 // ids the store does not have are listed in missing_ids. INVALID_ARGUMENT
 // names the first bad id, or says that there are more than Config.MaxIDs.
@@ -23,15 +22,27 @@ func (s *Server) BatchGet(ctx context.Context, req *lookaheadv1.OriginServiceBat
 	if err := s.checkIDs("ids", req.GetIds()); err != nil {
 		return nil, err
 	}
-	found, missing, err := s.st.Get(req.GetIds())
+	found, _, missing, err := s.read(req.GetIds(), false)
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	resp := &lookaheadv1.OriginServiceBatchGetResponse{Objects: graphpb.ToProtos(found), MissingIds: missing}
-	bytes := 0
-	for _, p := range resp.Objects {
-		bytes += proto.Size(p)
+	bytes, size := 0, 0
+	for _, b := range found {
+		bytes += len(b)
+		size += fieldSize(batchObjects, len(b))
 	}
+	for _, id := range missing {
+		size += fieldSize(batchMissing, len(id))
+	}
+	raw := make([]byte, 0, size)
+	for _, b := range found {
+		raw = appendBytesField(raw, batchObjects, b)
+	}
+	for _, id := range missing {
+		raw = appendStringField(raw, batchMissing, id)
+	}
+	resp := &lookaheadv1.OriginServiceBatchGetResponse{}
+	setRaw(resp, raw) // see wire.go: the stored objects, sent as they are
 	s.m.served(rpc, len(found), bytes)
 	return resp, nil
 }

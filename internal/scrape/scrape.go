@@ -16,7 +16,7 @@ import (
 // Samples is one scrape, by metric family name.
 type Samples map[string]*dto.MetricFamily
 
-// Fetch scrapes url (e.g. http://127.0.0.1:9090/metrics).
+// Fetch scrapes url (e.g. http://127.0.0.1:7072/metrics).
 func Fetch(ctx context.Context, url string) (Samples, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {

@@ -3,8 +3,10 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -39,7 +41,7 @@ var (
 
 // Config tunes a Store. The zero value is ready to use.
 type Config struct {
-	// BatchSize is the number of objects Load writes per transaction;
+	// BatchSize is the number of objects Load stages per transaction;
 	// zero = 10000.
 	BatchSize int
 	// LockTimeout is how long Open waits for another process to release the
@@ -79,6 +81,10 @@ type Store struct {
 	cfg Config
 	rev *Revisions // last committed revision
 
+	// loadMu is held by Load and shared by every other write, so that the
+	// live data cannot change between staging a load and switching it in.
+	loadMu sync.RWMutex
+
 	datasetID string // see Identity; set by Open
 }
 
@@ -105,7 +111,10 @@ func Open(path string, cfg Config) (*Store, error) {
 		s.rev.Advance(tx.Bucket(bucketChanges).Sequence())
 		var err error
 		s.datasetID, err = loadDatasetID(tx)
-		return err
+		if err != nil {
+			return err
+		}
+		return dropStaging(tx)
 	})
 	if err != nil {
 		_ = db.Close()
@@ -168,14 +177,52 @@ func (s *Store) Get(ids []string) (found []*graph.Object, missing []string, err 
 	return found, missing, nil
 }
 
+// GetEncoded is Get without decoding: the stored wire form of each object
+// found (a lookaheadv1.Object, version included), ready to be sent as it is,
+// read in one read transaction with one cursor. Found objects come in request
+// order and missing ids in request order; an id asked for more than once is
+// answered once. The bytes are copies the caller owns.
+func (s *Store) GetEncoded(ids []string) (found [][]byte, missing []string, err error) {
+	seen := make(map[string]struct{}, len(ids))
+	found = make([][]byte, 0, len(ids))
+	err = s.view(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketObjects).Cursor()
+		for _, id := range ids {
+			if _, dup := seen[id]; dup {
+				continue
+			}
+			seen[id] = struct{}{}
+			k, v := c.Seek([]byte(id))
+			if k == nil || string(k) != id {
+				missing = append(missing, id)
+				continue
+			}
+			// bbolt's bytes are valid only until the transaction ends.
+			found = append(found, bytes.Clone(v))
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, nil, fmt.Errorf("reading objects: %w", err)
+	}
+	return found, missing, nil
+}
+
 // view runs fn in a read transaction.
 func (s *Store) view(fn func(*bolt.Tx) error) error {
 	return closedErr(s.db.View(fn))
 }
 
 // update runs fn in a write transaction and, once it has committed, wakes
-// Changed waiters if it advanced the revision.
+// Changed waiters if it advanced the revision. It waits while a Load runs.
 func (s *Store) update(fn func(*bolt.Tx) error) error {
+	s.loadMu.RLock()
+	defer s.loadMu.RUnlock()
+	return s.commit(fn)
+}
+
+// commit is update for a caller that holds loadMu.
+func (s *Store) commit(fn func(*bolt.Tx) error) error {
 	return closedErr(s.db.Update(func(tx *bolt.Tx) error {
 		if err := fn(tx); err != nil {
 			return err

@@ -3,12 +3,17 @@ package store_test
 import (
 	"errors"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
 
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 	"github.com/lookahead-dev/lookahead/internal/store"
 )
 
@@ -55,8 +60,8 @@ func TestPutGetRoundTrip(t *testing.T) {
 
 func TestGet(t *testing.T) {
 	st, _ := openStore(t, store.Config{})
-	for _, id := range []string{"a", "b", "c"} {
-		_, _, err := st.Put(obj(id), nil)
+	for _, id := range []string{"a", "b", "c", "bz"} {
+		_, _, err := st.Put(obj(id, "a", "zz"), nil)
 		require.NoError(t, err)
 	}
 	tests := []struct {
@@ -70,6 +75,7 @@ func TestGet(t *testing.T) {
 		{name: "missing listed in order", ids: []string{"x", "a", "y"}, wantFound: []string{"a"}, wantMissing: []string{"x", "y"}},
 		{name: "duplicates once", ids: []string{"b", "b", "x", "a", "x", "b"}, wantFound: []string{"b", "a"}, wantMissing: []string{"x"}},
 		{name: "all missing", ids: []string{"p", "q"}, wantMissing: []string{"p", "q"}},
+		{name: "between and after stored ids", ids: []string{"bb", "b", "zzz", "bz"}, wantFound: []string{"b", "bz"}, wantMissing: []string{"bb", "zzz"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -81,8 +87,32 @@ func TestGet(t *testing.T) {
 			}
 			assert.Equal(t, tc.wantFound, ids)
 			assert.Equal(t, tc.wantMissing, missing)
+
+			// GetEncoded answers the same, each object in its wire form.
+			encoded, missing, err := st.GetEncoded(tc.ids)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantMissing, missing)
+			require.Len(t, encoded, len(found))
+			for i, b := range encoded {
+				var p lookaheadv1.Object
+				require.NoError(t, proto.Unmarshal(b, &p))
+				assert.Equal(t, found[i], graphpb.FromProto(&p))
+			}
 		})
 	}
+}
+
+func TestGetEncodedReturnsCopies(t *testing.T) {
+	st, _ := openStore(t, store.Config{})
+	_, _, err := st.Put(obj("a", "b"), nil)
+	require.NoError(t, err)
+	first, _, err := st.GetEncoded([]string{"a"})
+	require.NoError(t, err)
+	want := slices.Clone(first[0])
+	clear(first[0])
+	again, _, err := st.GetEncoded([]string{"a"})
+	require.NoError(t, err)
+	assert.Equal(t, want, again[0], "changing returned bytes changes nothing stored")
 }
 
 func TestPutVersions(t *testing.T) {
@@ -298,9 +328,8 @@ func TestReopenPersists(t *testing.T) {
 
 func TestOpenErrors(t *testing.T) {
 	t.Run("invalid config", func(t *testing.T) {
-		_, err := store.Open(filepath.Join(t.TempDir(), "x.db"), store.Config{BatchSize: -1, LockTimeout: -1})
+		_, err := store.Open(filepath.Join(t.TempDir(), "x.db"), store.Config{LockTimeout: -1})
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "batch size -1 is negative")
 		assert.Contains(t, err.Error(), "lock timeout -1ns is negative")
 	})
 	t.Run("missing directory", func(t *testing.T) {
@@ -322,14 +351,16 @@ func TestLoad(t *testing.T) {
 	tests := []struct {
 		name      string
 		batchSize int
+		reopen    bool
 	}{
 		{name: "one batch", batchSize: 1000},
 		{name: "batch boundary inside", batchSize: 5},
 		{name: "batch size divides total", batchSize: 13},
+		{name: "reopened from disk", batchSize: 5, reopen: true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st, _ := openStore(t, store.Config{BatchSize: tc.batchSize})
+			st, path := openStore(t, store.Config{BatchSize: tc.batchSize})
 			empty, err := st.Empty()
 			require.NoError(t, err)
 			assert.True(t, empty)
@@ -343,7 +374,19 @@ func TestLoad(t *testing.T) {
 			})
 			require.NoError(t, err)
 			assert.Equal(t, 3*perRoot, n)
+			if tc.reopen {
+				require.NoError(t, st.Close())
+				st, err = store.Open(path, store.Config{})
+				require.NoError(t, err)
+				t.Cleanup(func() { _ = st.Close() })
+			}
 			assert.Equal(t, uint64(n), st.Revision(), "every loaded object gets a revision")
+			changes, err := st.Changes(0, 0)
+			require.NoError(t, err)
+			require.Len(t, changes, n)
+			for i, c := range changes {
+				assert.Equal(t, want[i].ID, c.ID, "change %d", i+1)
+			}
 
 			ids := make([]string, len(want))
 			for i, o := range want {
@@ -401,21 +444,20 @@ func TestLoadErrors(t *testing.T) {
 		name    string
 		objects []*graph.Object
 		genErr  error
-		wantN   int
 		wantErr error
 		wantMsg string
 	}{
 		{
-			name:    "invalid object stops the load",
+			name:    "invalid object",
 			objects: []*graph.Object{obj("a"), obj("b"), obj("")},
-			wantN:   2, wantErr: graph.ErrEmptyID, wantMsg: `object 3 (""): graph: empty id`,
+			wantErr: graph.ErrEmptyID, wantMsg: `object 3 (""): graph: empty id`,
 		},
 		{name: "nil object", objects: []*graph.Object{nil}, wantErr: graph.ErrNilObject, wantMsg: "object 1: graph: nil object"},
-		{name: "generator error keeps committed batches", objects: []*graph.Object{obj("a"), obj("b"), obj("c")}, genErr: boom, wantN: 2, wantErr: boom},
+		{name: "generator error", objects: []*graph.Object{obj("a"), obj("b"), obj("c")}, genErr: boom, wantErr: boom},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			st, _ := openStore(t, store.Config{BatchSize: 2})
+			st, _ := openStore(t, store.Config{BatchSize: 2}) // a batch is staged before the failure
 			n, err := st.Load(func(emit graph.EmitFunc) error {
 				for _, o := range tc.objects {
 					if err := emit(o); err != nil {
@@ -426,8 +468,70 @@ func TestLoadErrors(t *testing.T) {
 			})
 			require.ErrorIs(t, err, tc.wantErr)
 			assert.Contains(t, err.Error(), tc.wantMsg)
-			assert.Equal(t, tc.wantN, n)
-			assert.Equal(t, uint64(tc.wantN), st.Revision())
+			assert.Contains(t, err.Error(), "none stored")
+			assert.Zero(t, n)
+			assert.Zero(t, st.Revision(), "a failed load commits nothing")
+			empty, err := st.Empty()
+			require.NoError(t, err)
+			assert.True(t, empty, "a failed load stores nothing")
+
+			// The rerun loads into the untouched store.
+			n, err = st.Load(func(emit graph.EmitFunc) error { return emit(obj("z")) })
+			require.NoError(t, err)
+			assert.Equal(t, 1, n)
+			assert.Equal(t, uint64(1), st.Revision())
 		})
 	}
+}
+
+// TestLoadNDJSONFailingHalfway loads a file whose line 4 is malformed into a
+// store that already holds an object: the load keeps nothing of lines 1-3 and
+// leaves the existing object as it was, and the corrected file then loads.
+func TestLoadNDJSONFailingHalfway(t *testing.T) {
+	st, path := openStore(t, store.Config{BatchSize: 2})
+	_, _, err := st.Put(obj("kept"), nil)
+	require.NoError(t, err)
+
+	lines := []string{
+		`{"id":"a","type":"T","refs":[{"field":"f","id":"b"}]}`,
+		`{"id":"b","type":"T"}`,
+		`{"id":"kept","type":"T","payload_text":"overwritten"}`,
+		`{"id":"c","type":"T","refs":[{"field":"f"}]`, // unterminated
+		`{"id":"d","type":"T"}`,
+	}
+	load := func(lines []string) (int, error) {
+		return st.Load(func(emit graph.EmitFunc) error {
+			_, err := graph.DecodeNDJSON(strings.NewReader(strings.Join(lines, "\n")+"\n"), emit)
+			return err
+		})
+	}
+	n, err := load(lines)
+	var lineErr *graph.NDJSONError
+	require.ErrorAs(t, err, &lineErr)
+	assert.Equal(t, 4, lineErr.Line)
+	assert.Zero(t, n)
+
+	// Nothing of the file, also after reopening the file from disk.
+	require.NoError(t, st.Close())
+	st, err = store.Open(path, store.Config{})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	assert.Equal(t, uint64(1), st.Revision(), "only the Put's revision")
+	found, missing, err := st.Get([]string{"a", "b", "kept", "d"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"a", "b", "d"}, missing)
+	require.Len(t, found, 1)
+	assert.Equal(t, obj("kept").Payload, found[0].Payload)
+	assert.Equal(t, uint64(1), found[0].Version)
+
+	// The rerun of the fixed file loads all of it.
+	lines[3] = `{"id":"c","type":"T"}`
+	n, err = load(lines)
+	require.NoError(t, err)
+	assert.Equal(t, 5, n)
+	found, missing, err = st.Get([]string{"a", "b", "c", "d", "kept"})
+	require.NoError(t, err)
+	assert.Empty(t, missing)
+	assert.Len(t, found, 5)
+	assert.Equal(t, uint64(6), st.Revision())
 }

@@ -123,7 +123,11 @@ func writeObject(tx *bolt.Tx, o *graph.Object, v versions) error {
 
 // appendChange logs c at the next revision and returns that revision.
 func appendChange(tx *bolt.Tx, c Change) (uint64, error) {
-	b := tx.Bucket(bucketChanges)
+	return appendChangeTo(tx.Bucket(bucketChanges), c)
+}
+
+// appendChangeTo logs c in the changes bucket b (live or staged).
+func appendChangeTo(b *bolt.Bucket, c Change) (uint64, error) {
 	// Revisions only grow, so every key lands at the right edge of the tree;
 	// full pages waste no space.
 	b.FillPercent = 1

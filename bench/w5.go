@@ -1,0 +1,411 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// W5Config sizes W5, a skewed social graph (graph.Social) read object by
+// object in three access patterns.
+type W5Config struct {
+	Users, MaxFriends, PayloadBytes int
+	LatenciesMS                     []int // one-way latency of the proxy, one table each
+	Reps                            int
+	// Friends of friends: FoFStarts users, each with a two-hop neighbourhood
+	// of FoFMin to FoFMax users, read with every friend and friend's friend.
+	FoFStarts, FoFMin, FoFMax int
+	// Feed: FeedStarts users, their first FeedFriends friends and each
+	// friend's first FeedPosts posts.
+	FeedStarts, FeedFriends, FeedPosts int
+	// Hot spot: HotVisits profile views of users drawn by a Zipf law over
+	// friend count (the most followed most often), each reading the user,
+	// its first HotPosts posts and first HotFriends friends.
+	HotVisits, HotPosts, HotFriends int
+	// Statics is the grid of static settings searched for the best static
+	// row; every point runs like the other rows.
+	Statics []W5Static
+}
+
+// W5Static is one static prefetch setting of the grid.
+type W5Static struct{ Depth, MaxObjects int }
+
+// ParseW5Grid reads a grid written "DEPTH/MAX,DEPTH/MAX", e.g. "1/100,2/200".
+func ParseW5Grid(s string) ([]W5Static, error) {
+	var grid []W5Static
+	for _, p := range strings.Split(s, ",") {
+		d, m, ok := strings.Cut(strings.TrimSpace(p), "/")
+		depth, derr := strconv.Atoi(d)
+		maxObjects, merr := strconv.Atoi(m)
+		if !ok || derr != nil || merr != nil || depth < 0 || maxObjects < 0 {
+			return nil, fmt.Errorf("static grid point %q: want DEPTH/MAX_OBJECTS, e.g. 1/100", p)
+		}
+		grid = append(grid, W5Static{Depth: depth, MaxObjects: maxObjects})
+	}
+	return grid, nil
+}
+
+func (s W5Static) name() string {
+	return fmt.Sprintf("static depth %d, max %d", s.Depth, s.MaxObjects)
+}
+
+// w5SidecarRows are the sidecar settings W5 compares, besides the static
+// grid (W5Config.Statics) and the batched-client peer. Change a row's flags
+// here to rerun W5 with another default mode or scheduler: "default" runs
+// the sidecar with no prefetch flag at all.
+var w5SidecarRows = []w5Row{
+	{Name: "off", Args: []string{"--prefetch-mode", "off"}},
+	{Name: "default", Args: []string{}},
+	{Name: "adaptive", Args: []string{"--prefetch-mode", "adaptive"}},
+}
+
+// w5Row is one configuration of W5.
+type w5Row struct {
+	Name    string
+	Args    []string // sidecar flags
+	Batched bool     // the DataLoader-style peer, no sidecar
+	Static  bool     // a point of the static grid
+	NA      string   // not run, and why
+}
+
+func (w *w5) rows() []w5Row {
+	rows := slices.Clone(w5SidecarRows)
+	for _, s := range w.cfg.Statics {
+		rows = append(rows, w5Row{Name: s.name(), Static: true, Args: []string{"--prefetch-mode", "static",
+			"--prefetch-depth", strconv.Itoa(s.Depth), "--prefetch-max-objects", strconv.Itoa(s.MaxObjects)}})
+	}
+	rows = append(rows, w5Row{Name: "peer: batched client", Batched: true})
+	for i := range rows {
+		if slices.Contains(rows[i].Args, "adaptive") && !w.e.adaptive {
+			rows[i].NA = "n/a (bin/sidecar rejects --prefetch-mode adaptive)"
+		}
+	}
+	return rows
+}
+
+// w5Step picks, from an object just read, the ids the application reads
+// next.
+type w5Step func(*lookaheadv1.Object) []string
+
+// firstRefs reads the first n refs of field (all when n is 0), in the
+// object's order: most recent first.
+func firstRefs(field string, n int) w5Step {
+	return func(o *lookaheadv1.Object) []string {
+		var ids []string
+		for _, r := range o.GetRefs() {
+			if r.GetField() == field && (n == 0 || len(ids) < n) {
+				ids = append(ids, r.GetId())
+			}
+		}
+		return ids
+	}
+}
+
+func bothSteps(a, b w5Step) w5Step {
+	return func(o *lookaheadv1.Object) []string { return append(a(o), b(o)...) }
+}
+
+// w5Session is one unit of application work: read Starts, then level by
+// level the ids each step picks from the objects of the level before, each
+// object once per session.
+type w5Session struct {
+	Starts []string
+	Steps  []w5Step
+}
+
+// w5Pattern is an access pattern: the sessions one run performs.
+type w5Pattern struct {
+	Name     string
+	sessions func(rng *rand.Rand) []w5Session
+}
+
+type w5Sample struct {
+	Wall       time.Duration
+	RoundTrips float64
+	Fetched    float64 // objects received from the origin
+	Used       int     // distinct objects the application read
+	PeakRSS    int64   // the sidecar's VmHWM; 0 for the peer
+}
+
+type w5Cell struct {
+	Row     w5Row
+	Samples []w5Sample
+}
+
+func (c *w5Cell) med(f func(w5Sample) float64) float64 { return medianOf(c.Samples, f) }
+
+func (c *w5Cell) wall() time.Duration {
+	return time.Duration(c.med(func(s w5Sample) float64 { return float64(s.Wall) }))
+}
+
+// w5Latency is W5 at one latency: Cells[pattern][row].
+type w5Latency struct {
+	LatencyMS int
+	RTT       time.Duration
+	Patterns  []string
+	Cells     [][]*w5Cell
+}
+
+type w5Result struct {
+	Cfg       W5Config
+	Objects   int
+	Hubs      []int // friend counts of users with 1,000 or more
+	Latencies []w5Latency
+}
+
+type w5 struct {
+	e      *env
+	cfg    W5Config
+	origin *origin
+	byID   map[string]*graph.Object
+	users  []string // by friend count, most first
+}
+
+func runW5(ctx context.Context, e *env, cfg W5Config) (*w5Result, error) {
+	w := &w5{e: e, cfg: cfg, byID: map[string]*graph.Object{}}
+	gen := graph.Social{Users: cfg.Users, MaxFriends: cfg.MaxFriends, DanglingRate: 0.001, PayloadBytes: cfg.PayloadBytes, Seed: 1}
+	if err := gen.Generate(func(o *graph.Object) error { w.byID[o.ID] = o; return nil }); err != nil {
+		return nil, err
+	}
+	res := &w5Result{Cfg: cfg, Objects: len(w.byID)}
+	for i := range cfg.Users {
+		w.users = append(w.users, graph.UserID(i))
+	}
+	slices.SortStableFunc(w.users, func(a, b string) int { return w.friendCount(b) - w.friendCount(a) })
+	for _, u := range w.users {
+		if n := w.friendCount(u); n >= 1000 {
+			res.Hubs = append(res.Hubs, n)
+		}
+	}
+	e.progress("w5: starting origin with a social graph of %d users, %d objects, hubs of %v friends", cfg.Users, res.Objects, res.Hubs)
+	o, err := e.startOrigin(ctx, "w5", "--seed", "social", "--social-users", strconv.Itoa(cfg.Users),
+		"--social-max-friends", strconv.Itoa(cfg.MaxFriends), "--social-dangling", "0.001",
+		"--payload-bytes", strconv.Itoa(cfg.PayloadBytes), "--dataset-seed", "1")
+	if err != nil {
+		return nil, err
+	}
+	defer o.stop()
+	w.origin = o
+	patterns := w.patterns()
+	rows := w.rows()
+	for _, ms := range cfg.LatenciesMS {
+		if err := o.link.setLatency(ms); err != nil {
+			return nil, err
+		}
+		rtt, err := pingRTT(ctx, o.Addr(), 50)
+		if err != nil {
+			return nil, err
+		}
+		e.progress("w5: latency %d ms one way: measured round trip %s", ms, fmtMS(rtt))
+		l := w5Latency{LatencyMS: ms, RTT: rtt}
+		for _, p := range patterns {
+			l.Patterns = append(l.Patterns, p.Name)
+			var cells []*w5Cell
+			for _, r := range rows {
+				cells = append(cells, &w5Cell{Row: r})
+			}
+			l.Cells = append(l.Cells, cells)
+		}
+		for rep := range cfg.Reps {
+			for pi, p := range patterns {
+				sessions := p.sessions(rand.New(rand.NewPCG(uint64(rep), uint64(pi))))
+				for _, c := range rotate(l.Cells[pi], rep+pi) {
+					if c.Row.NA != "" {
+						continue
+					}
+					s, err := w.run(ctx, c.Row, sessions)
+					if err != nil {
+						return nil, fmt.Errorf("w5 %s %s: %w", p.Name, c.Row.Name, err)
+					}
+					c.Samples = append(c.Samples, s)
+					e.progress("w5: %d ms rep %d/%d %-16s %-28s %s, %s round trips, %s fetched / %d used",
+						ms, rep+1, cfg.Reps, p.Name, c.Row.Name, fmtDur(s.Wall), fmtCount(s.RoundTrips), fmtCount(s.Fetched), s.Used)
+				}
+			}
+		}
+		res.Latencies = append(res.Latencies, l)
+	}
+	return res, nil
+}
+
+func (w *w5) friendCount(id string) int {
+	n := 0
+	for _, r := range w.byID[id].Refs {
+		if r.Field == graph.FieldFriends && !strings.HasPrefix(r.ID, graph.DeletedPrefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// twoHop is the number of distinct users within two friendships of u.
+func (w *w5) twoHop(u string) int {
+	seen := map[string]bool{u: true}
+	for _, f := range w.byID[u].Refs {
+		if f.Field != graph.FieldFriends || w.byID[f.ID] == nil {
+			continue
+		}
+		seen[f.ID] = true
+		for _, ff := range w.byID[f.ID].Refs {
+			if ff.Field == graph.FieldFriends {
+				seen[ff.ID] = true
+			}
+		}
+	}
+	return len(seen)
+}
+
+func (w *w5) patterns() []w5Pattern {
+	c := w.cfg
+	friends := firstRefs(graph.FieldFriends, 0)
+	return []w5Pattern{
+		{Name: "friends of friends", sessions: func(rng *rand.Rand) []w5Session {
+			var out []w5Session
+			for _, i := range rng.Perm(len(w.users)) {
+				u := w.users[i]
+				if n := w.twoHop(u); n >= c.FoFMin && n <= c.FoFMax {
+					out = append(out, w5Session{Starts: []string{u}, Steps: []w5Step{friends, friends}})
+				}
+				if len(out) == c.FoFStarts {
+					break
+				}
+			}
+			return out
+		}},
+		{Name: "feed", sessions: func(rng *rand.Rand) []w5Session {
+			var out []w5Session
+			for _, i := range rng.Perm(len(w.users)) {
+				if u := w.users[i]; w.friendCount(u) > 0 {
+					out = append(out, w5Session{Starts: []string{u},
+						Steps: []w5Step{firstRefs(graph.FieldFriends, c.FeedFriends), firstRefs(graph.FieldPosts, c.FeedPosts)}})
+				}
+				if len(out) == c.FeedStarts {
+					break
+				}
+			}
+			return out
+		}},
+		{Name: "hot spot", sessions: func(rng *rand.Rand) []w5Session {
+			z := rand.NewZipf(rng, 1.1, 1, uint64(len(w.users)-1))
+			out := make([]w5Session, c.HotVisits)
+			for i := range out {
+				out[i] = w5Session{Starts: []string{w.users[z.Uint64()]},
+					Steps: []w5Step{bothSteps(firstRefs(graph.FieldPosts, c.HotPosts), firstRefs(graph.FieldFriends, c.HotFriends))}}
+			}
+			return out
+		}},
+	}
+}
+
+// w5Fetch reads a level of ids; objects that do not exist are left out.
+type w5Fetch func(ctx context.Context, ids []string) ([]*lookaheadv1.Object, error)
+
+// readSessions performs the sessions with fetch and returns the distinct
+// objects read.
+func readSessions(ctx context.Context, sessions []w5Session, fetch w5Fetch) (map[string]bool, error) {
+	used := map[string]bool{}
+	for _, s := range sessions {
+		seen := map[string]bool{}
+		level := s.Starts
+		for step := 0; len(level) > 0; step++ {
+			objs, err := fetch(ctx, level)
+			if err != nil {
+				return nil, err
+			}
+			level = nil
+			for _, o := range objs {
+				used[o.GetId()] = true
+				seen[o.GetId()] = true
+				if step < len(s.Steps) {
+					for _, id := range s.Steps[step](o) {
+						if !seen[id] {
+							seen[id] = true
+							level = append(level, id)
+						}
+					}
+				}
+			}
+		}
+	}
+	return used, nil
+}
+
+func (w *w5) run(ctx context.Context, r w5Row, sessions []w5Session) (w5Sample, error) {
+	if r.Batched {
+		return w.runPeer(ctx, sessions)
+	}
+	return w.runSidecar(ctx, r, sessions)
+}
+
+func (w *w5) runSidecar(ctx context.Context, r w5Row, sessions []w5Session) (s w5Sample, err error) {
+	err = w.e.withSidecar(ctx, w.origin.Addr(), r.Args, func(sc *sidecar) error {
+		before, err := sc.scrape(ctx)
+		if err != nil {
+			return err
+		}
+		// One Get per object, in order, as an application reads.
+		each := func(ctx context.Context, ids []string) ([]*lookaheadv1.Object, error) {
+			var out []*lookaheadv1.Object
+			for _, id := range ids {
+				o, _, err := sc.c.Get(ctx, id, nil)
+				switch {
+				case status.Code(err) == codes.NotFound:
+				case err != nil:
+					return nil, fmt.Errorf("get %s: %w", id, err)
+				default:
+					out = append(out, o)
+				}
+			}
+			return out, nil
+		}
+		start := time.Now()
+		used, err := readSessions(ctx, sessions, each)
+		if err != nil {
+			return err
+		}
+		s.Wall, s.Used = time.Since(start), len(used)
+		s.PeakRSS = procStatusKB(sc.proc.PID(), "VmHWM")
+		after, err := sc.scrape(ctx)
+		if err != nil {
+			return err
+		}
+		delta := func(name string) float64 { return after.Sum(name) - before.Sum(name) }
+		s.RoundTrips = delta("lookahead_origin_round_trips_total")
+		s.Fetched = delta("lookahead_origin_objects_fetched_total")
+		return nil
+	})
+	return s, err
+}
+
+// runPeer is the DataLoader-style client: no sidecar, one origin BatchGet
+// per level of a session (what one tick of the application asks for),
+// nothing kept between sessions.
+func (w *w5) runPeer(ctx context.Context, sessions []w5Session) (s w5Sample, err error) {
+	p, err := dialOrigin(w.origin.Addr())
+	if err != nil {
+		return s, err
+	}
+	defer p.close()
+	start := time.Now()
+	used, err := readSessions(ctx, sessions, func(ctx context.Context, ids []string) ([]*lookaheadv1.Object, error) {
+		objs, _, err := p.batchGetSome(ctx, ids)
+		return objs, err
+	})
+	if err != nil {
+		return s, err
+	}
+	s.Wall = time.Since(start)
+	s.Used = len(used)
+	s.RoundTrips, s.Fetched = float64(p.roundTrips), float64(p.objects)
+	return s, nil
+}
