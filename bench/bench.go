@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/launch"
+	"github.com/lookahead-dev/lookahead/internal/store/postgres/shop"
 )
 
 // Config selects the workloads and their sizes. Preset fills it for a mode.
@@ -28,13 +29,14 @@ type Config struct {
 	// RequireRedis makes a missing redis-server an error; otherwise the
 	// redis rows are reported as not run.
 	RequireRedis bool
-	Workloads    []string // any of w1 w2 w3 w4 w5; empty = all
+	Workloads    []string // any of w1 w2 w3 w4 w5 w6; empty = all
 
 	W1 W1Config
 	W2 W2Config
 	W3 W3Config
 	W4 W4Config
 	W5 W5Config
+	W6 W6Config
 }
 
 // Preset returns the sizes of a mode: "full" (BENCH.md's sizes, about 25
@@ -54,8 +56,10 @@ func Preset(mode string) (Config, error) {
 		c.W4 = W4Config{CacheBytes: 8 << 20, PrefetchBytes: 2 << 20, PayloadBytes: 1024, Multiples: []float64{1, 3, 10},
 			ResultSize: 10, Levels: 5, Reps: 3, LatencyMS: 1}
 		c.W5 = W5Config{Users: 11500, MaxFriends: 3000, PayloadBytes: 100, LatenciesMS: []int{1, 0, 5}, Reps: 3,
-			FoFStarts: 3, FoFMin: 200, FoFMax: 1500, FeedStarts: 20, FeedFriends: 5, FeedPosts: 3,
+			FoFStarts: 2, FoFMin: 200, FoFMax: 600, FeedStarts: 20, FeedFriends: 5, FeedPosts: 3,
 			HotVisits: 300, HotPosts: 2, HotFriends: 3, Statics: w5Grid}
+		c.W6 = W6Config{Shop: shop.Size{Customers: 20000, Products: 5000, Orders: 100000, ItemsPerOrder: 5, Seed: 1},
+			PageOrders: 20, Pages: 5, Reps: 3, LatenciesMS: []int{1, 0, 5}}
 	case "quick":
 		c.W1 = W1Config{Roots: 100, Fanout: 5, Levels: 4, PayloadBytes: 10, ResultSize: 5, Queries: 1, Reps: 3,
 			LatenciesMS: []int{1, 0, 5}}
@@ -69,6 +73,8 @@ func Preset(mode string) (Config, error) {
 		c.W5 = W5Config{Users: 2000, MaxFriends: 3000, PayloadBytes: 100, LatenciesMS: []int{1, 0, 5}, Reps: 3,
 			FoFStarts: 1, FoFMin: 30, FoFMax: 100, FeedStarts: 2, FeedFriends: 5, FeedPosts: 3,
 			HotVisits: 10, HotPosts: 2, HotFriends: 3, Statics: w5Grid[:2]}
+		c.W6 = W6Config{Shop: shop.Size{Customers: 10000, Products: 2000, Orders: 30000, ItemsPerOrder: 5, Seed: 1},
+			PageOrders: 20, Pages: 2, Reps: 3, LatenciesMS: []int{1, 0, 5}}
 	case "smoke":
 		c.W1 = W1Config{Roots: 4, Fanout: 3, Levels: 3, PayloadBytes: 10, ResultSize: 2, Queries: 1, Reps: 1,
 			LatenciesMS: []int{0}}
@@ -81,6 +87,8 @@ func Preset(mode string) (Config, error) {
 		c.W5 = W5Config{Users: 200, MaxFriends: 100, PayloadBytes: 16, LatenciesMS: []int{0}, Reps: 1,
 			FoFStarts: 1, FoFMin: 2, FoFMax: 200, FeedStarts: 2, FeedFriends: 3, FeedPosts: 2,
 			HotVisits: 5, HotPosts: 1, HotFriends: 2, Statics: w5Grid[:1]}
+		c.W6 = W6Config{Shop: shop.Size{Customers: 50, Products: 20, Orders: 100, ItemsPerOrder: 3, Seed: 1},
+			PageOrders: 5, Pages: 1, Reps: 1, LatenciesMS: []int{0}}
 	default:
 		return c, fmt.Errorf("mode %q: want full, quick or smoke", mode)
 	}
@@ -120,7 +128,7 @@ func (c *Config) defaults() error {
 		c.Self = exe
 	}
 	if len(c.Workloads) == 0 {
-		c.Workloads = []string{"w1", "w2", "w3", "w4", "w5"}
+		c.Workloads = []string{"w1", "w2", "w3", "w4", "w5", "w6"}
 	}
 	for _, name := range []string{"origin", "sidecar"} {
 		if _, err := os.Stat(filepath.Join(c.Bin, name)); err != nil {
@@ -203,6 +211,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("w5: %w", err)
 		}
 		r.w5(res)
+	}
+	if cfg.runs("w6") {
+		res, err := runW6(ctx, e, cfg.W6)
+		if err != nil {
+			return nil, fmt.Errorf("w6: %w", err)
+		}
+		r.w6(res)
 	}
 	return r.finish()
 }

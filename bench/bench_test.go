@@ -14,6 +14,7 @@ import (
 
 	"github.com/lookahead-dev/lookahead/bench/floor"
 	"github.com/lookahead-dev/lookahead/internal/launch"
+	"github.com/lookahead-dev/lookahead/internal/store/postgres/pgtest"
 )
 
 // TestMain lets the test binary serve as W3's floor server, as the
@@ -54,9 +55,16 @@ func TestSmoke(t *testing.T) {
 	require.NoError(t, err)
 
 	assert.Greater(t, rep.NoPrefetchRoundTrips, 0.0, "W1 read no round trips from the no_prefetch sidecar's /metrics")
-	// W1: one table per latency; W2: the summary and one per think time; W3: two; W4: one; W5: one per latency.
-	assert.Len(t, rep.Tables, len(cfg.W1.LatenciesMS)+1+len(cfg.W2.Think)+2+1+len(cfg.W5.LatenciesMS))
-	for _, h := range []string{"## W1", "## W2", "## W3", "## W4", "## W5", "| no_prefetch |", "| full_prefetch |", "| peer: batched client |",
+	// W1: one table per latency; W2: the summary and one per think time; W3: two; W4: one; W5: one per latency;
+	// W6: one per latency where PostgreSQL is installed (it must be, under CI).
+	w6Tables := len(cfg.W6.LatenciesMS)
+	if _, err := pgtest.BinDir(); err != nil {
+		w6Tables = 0
+	} else {
+		assert.Contains(t, rep.Markdown, "| lookahead warm |")
+	}
+	assert.Len(t, rep.Tables, len(cfg.W1.LatenciesMS)+1+len(cfg.W2.Think)+2+1+len(cfg.W5.LatenciesMS)+w6Tables)
+	for _, h := range []string{"## W1", "## W2", "## W3", "## W4", "## W5", "## W6", "| no_prefetch |", "| full_prefetch |", "| peer: batched client |",
 		"| friends of friends | off |", "| hot spot | **best static**: "} {
 		assert.Contains(t, rep.Markdown, h)
 	}

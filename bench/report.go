@@ -317,7 +317,9 @@ func (r *reporter) finish() (*Report, error) {
 	}
 	b.WriteString("## Go micro-benchmarks\n\nNot run by this program (they measure CPU, not the system): the planner step " +
 		"(`go test -run '^$' -bench PlanStep ./internal/prefetch`, objects, fetch ids and round trips per plan, ns per object) and " +
-		"object encoding (`go test -run '^$' -bench . ./internal/graph/graphpb`, a task and a 1 KiB object, wire bytes per object).\n")
+		"object encoding (`go test -run '^$' -bench . ./internal/graph/graphpb`, a task and a 1 KiB object, wire bytes per object) and " +
+		"the reference origin's CPU per object on a W1 query (`go test -run '^$' -bench . ./internal/originserver`, a BatchGet per level " +
+		"and one Expand of 5 task trees, replies encoded as gRPC sends them, cpu-µs/object counting the whole process).\n")
 	rep := &Report{Markdown: b.String(), Tables: r.tables, Plots: r.plots, NoPrefetchRoundTrips: r.rt}
 	if r.cfg.Markdown != "" {
 		if err := os.WriteFile(r.cfg.Markdown, []byte(rep.Markdown), 0o644); err != nil {

@@ -96,10 +96,10 @@ func (r *reporter) w5(res *w5Result) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "## W5 — a skewed social graph\n\n")
 	fmt.Fprintf(&b, "`bin/origin --seed social --social-users %d --social-max-friends %d --payload-bytes %d` (graph.Social): %d objects "+
-		"(users, posts, comments, products), power-law friend counts with %d hubs of 1,000 or more friends (%v), friendship both ways, "+
+		"(users, posts, comments, products), power-law friend counts with %d hub%s of 1,000 or more friends (%v), friendship both ways, "+
 		"popular products shared, a few refs to deleted objects, every ref list most recent first. The application reads through the "+
 		"sidecar's gRPC API one Get per object, level by level, each object once per session:\n\n", c.Users, c.MaxFriends, c.PayloadBytes,
-		res.Objects, len(res.Hubs), res.Hubs)
+		res.Objects, len(res.Hubs), plural(len(res.Hubs), "", "s"), res.Hubs)
 	fmt.Fprintf(&b, "- **friends of friends**: %d user%s, each with %d to %d users within two friendships; the user, every friend, every friend's friend.\n", c.FoFStarts, plural(c.FoFStarts, "", "s"), c.FoFMin, c.FoFMax)
 	fmt.Fprintf(&b, "- **feed**: %d user%s; the user, its first %d friends (most recent), each friend's first %d posts.\n", c.FeedStarts, plural(c.FeedStarts, "", "s"), c.FeedFriends, c.FeedPosts)
 	fmt.Fprintf(&b, "- **hot spot**: %d profile views of users drawn by a Zipf law (s = 1.1) over friend count, the most followed most often; "+

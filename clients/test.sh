@@ -49,8 +49,14 @@ test_node() {
 
 test_java() {
   cd "$clients/java" || return 1
-  mvn -q -B -Dstyle.color=never test
+  # install: test, then publish dev.lookahead:lookahead-client to the local
+  # Maven repository, from which the separate example project resolves it.
+  mvn -q -B -Dstyle.color=never install
   local rc=$?
+  if ((rc == 0)); then
+    mvn -q -B -Dstyle.color=never -f example/pom.xml package || rc=1
+    [ -f example/target/lookahead-example-0.1.0-SNAPSHOT.jar ] || { echo "java: example jar not built" >&2; rc=1; }
+  fi
   # -q hides surefire's own summary: print its counts, so a run that
   # executed no test, or skipped some, shows.
   local report

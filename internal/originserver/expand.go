@@ -54,6 +54,7 @@ func (s *Server) Expand(req *lookaheadv1.ExpandRequest, stream lookaheadv1.Origi
 			return toStatus(err)
 		}
 		out.start(level)
+		out.reserve(found)
 		// Resolve keeps the order of objs, both in Pending order: walk them
 		// together to find each accepted object's bytes.
 		j := 0
@@ -134,6 +135,19 @@ func (l *levelSender) start(level uint32) {
 	l.level = level
 	l.raw = nil
 	l.objects, l.missing, l.objectBytes = 0, 0, 0
+}
+
+// reserve sizes the message buffer for objs, up to one message's worth,
+// so that it does not grow by copying.
+func (l *levelSender) reserve(objs [][]byte) {
+	n := 0
+	for i, b := range objs {
+		if i == l.maxObjects || n >= l.maxBytes {
+			break
+		}
+		n += fieldSize(expandObject, len(b))
+	}
+	l.raw = make([]byte, 0, n)
 }
 
 func (l *levelSender) addObject(b []byte) error {

@@ -105,6 +105,18 @@ func setRaw(m proto.Message, raw []byte) {
 // needs, skipping its other fields (the payload above all).
 func decodeLinks(b []byte) (*graph.Object, error) {
 	o := &graph.Object{}
+	refs := 0
+	if err := eachField(b, func(num protowire.Number, _ []byte) error {
+		if num == objectRefs {
+			refs++
+		}
+		return nil
+	}); err != nil {
+		return nil, fmt.Errorf("decoding stored object: %w", err)
+	}
+	if refs > 0 {
+		o.Refs = make([]graph.Ref, 0, refs)
+	}
 	err := eachField(b, func(num protowire.Number, v []byte) error {
 		switch num {
 		case objectID:

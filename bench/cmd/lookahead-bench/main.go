@@ -25,7 +25,7 @@ func main() {
 	bin := flag.String("bin", "bin", "directory holding the origin and sidecar binaries (make build)")
 	out := flag.String("out", "results", "directory for plots and raw results; empty disables")
 	md := flag.String("markdown", "BENCHMARKS.md", "report to write; empty disables")
-	workloads := flag.String("workloads", "", "comma-separated subset of w1,w2,w3,w4,w5; empty runs all")
+	workloads := flag.String("workloads", "", "comma-separated subset of w1,w2,w3,w4,w5,w6; empty runs all")
 	grid := flag.String("w5-grid", "", `W5's static settings searched for the best static row, "DEPTH/MAX_OBJECTS,..." (e.g. 1/100,2/200); empty = the mode's grid`)
 	requireRedis := flag.Bool("require-redis", false, "fail when redis-server is not installed instead of skipping the redis rows")
 	flag.Parse()

@@ -25,14 +25,19 @@ var small = shop.Size{Customers: 3, Products: 4, Orders: 6, ItemsPerOrder: 3, Se
 
 // newShop creates a database with the small shop and returns its URL and
 // the shop's mapping; install installs the change log.
-func newShop(t *testing.T, install bool) (string, *postgres.Mapping) {
+func newShop(t testing.TB, install bool) (string, *postgres.Mapping) {
+	t.Helper()
+	return newShopSized(t, install, small)
+}
+
+func newShopSized(t testing.TB, install bool, size shop.Size) (string, *postgres.Mapping) {
 	t.Helper()
 	url := pgtest.NewDB(t)
 	ctx := testCtx(t)
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
 	defer conn.Close(ctx)
-	_, err = shop.Load(ctx, conn, small)
+	_, err = shop.Load(ctx, conn, size)
 	require.NoError(t, err)
 	m, err := postgres.ParseMapping(shop.Mapping)
 	require.NoError(t, err)
@@ -43,16 +48,18 @@ func newShop(t *testing.T, install bool) (string, *postgres.Mapping) {
 }
 
 // openShop is newShop, installed, with a store open on it.
-func openShop(t *testing.T) (*postgres.Store, string) {
+func openShop(t *testing.T) (*postgres.Store, string) { return openShopSized(t, small) }
+
+func openShopSized(t testing.TB, size shop.Size) (*postgres.Store, string) {
 	t.Helper()
-	url, m := newShop(t, true)
+	url, m := newShopSized(t, true, size)
 	st, err := postgres.Open(testCtx(t), postgres.Config{URL: url, Mapping: m, ReconnectBackoff: 200 * time.Millisecond})
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, st.Close()) })
 	return st, url
 }
 
-func testCtx(t *testing.T) context.Context {
+func testCtx(t testing.TB) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	return ctx

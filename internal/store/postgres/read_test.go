@@ -8,6 +8,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/store/postgres"
+	"github.com/lookahead-dev/lookahead/internal/store/postgres/pgtest"
 )
 
 func refsOf(o *graph.Object, field string) []string {
@@ -75,4 +77,46 @@ func queryStrings(t *testing.T, url, sql string) []string {
 	}
 	require.NoError(t, rows.Err())
 	return out
+}
+
+func TestGetWithCompositeAndTextKeys(t *testing.T) {
+	url := pgtest.NewDB(t)
+	exec(t, url, `CREATE TABLE shelves (code text PRIMARY KEY, label text);
+		CREATE TABLE slots (shelf text REFERENCES shelves, pos int, item text, PRIMARY KEY (shelf, pos));
+		INSERT INTO shelves VALUES ('a/1', 'first'), ('b', 'second');
+		INSERT INTO slots VALUES ('a/1', 1, 'x'), ('a/1', 2, 'y'), ('b', 1, 'z')`)
+	m, err := postgres.ParseMapping([]byte(`
+types:
+  - name: shelf
+    table: shelves
+    id: "shelves:{code}"
+    reverse: [{field: slots, type: slot, columns: [shelf], order_by: [pos desc]}]
+  - name: slot
+    table: slots
+    id: "slots:{shelf}#{pos}"
+    refs: [{field: shelf, type: shelf, columns: [shelf]}]
+`))
+	require.NoError(t, err)
+	require.NoError(t, postgres.Install(testCtx(t), url, m))
+	st, err := postgres.Open(testCtx(t), postgres.Config{URL: url, Mapping: m})
+	require.NoError(t, err)
+	defer st.Close()
+
+	found, missing, err := st.Get([]string{"slots:a/1#2", "shelves:a/1", "slots:b#1", "slots:b#x", "slots:a/1#9"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"slots:b#x", "slots:a/1#9"}, missing)
+	require.Len(t, found, 3)
+	assert.Equal(t, "slots:a/1#2", found[0].ID)
+	assert.Equal(t, []string{"shelves:a/1"}, refsOf(found[0], "shelf"))
+	assert.JSONEq(t, `{"item":"y"}`, string(found[0].Payload))
+	assert.Equal(t, []string{"slots:a/1#2", "slots:a/1#1"}, refsOf(found[1], "slots"))
+	assert.Equal(t, "slots:b#1", found[2].ID)
+
+	exec(t, url, "UPDATE slots SET item = 'w' WHERE shelf = 'b' AND pos = 1")
+	awaitRevision(t, st, 2)
+	cs, err := st.Changes(0, 0)
+	require.NoError(t, err)
+	require.Len(t, cs, 2)
+	assert.Equal(t, "slots:b#1", cs[0].ID)
+	assert.Equal(t, "shelves:b", cs[1].ID, "its shelf's refs may have changed")
 }

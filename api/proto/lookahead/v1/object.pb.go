@@ -173,7 +173,8 @@ const file_lookahead_v1_object_proto_rawDesc = "" +
 	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x12\n" +
 	"\x04type\x18\x03 \x01(\tR\x04type\x12%\n" +
 	"\x04refs\x18\x04 \x03(\v2\x11.lookahead.v1.RefR\x04refs\x12\x18\n" +
-	"\apayload\x18\x05 \x01(\fR\apayloadBGZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3"
+	"\apayload\x18\x05 \x01(\fR\apayloadBh\n" +
+	"\x10dev.lookahead.v1B\vObjectProtoP\x01ZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3"
 
 var (
 	file_lookahead_v1_object_proto_rawDescOnce sync.Once

@@ -879,7 +879,8 @@ const file_lookahead_v1_origin_proto_rawDesc = "" +
 	"\x05Watch\x12\x1a.lookahead.v1.WatchRequest\x1a\x1b.lookahead.v1.WatchResponse0\x01\x12T\n" +
 	"\x03Put\x12%.lookahead.v1.OriginServicePutRequest\x1a&.lookahead.v1.OriginServicePutResponse\x12]\n" +
 	"\x06Delete\x12(.lookahead.v1.OriginServiceDeleteRequest\x1a).lookahead.v1.OriginServiceDeleteResponse\x12I\n" +
-	"\bDescribe\x12\x1d.lookahead.v1.DescribeRequest\x1a\x1e.lookahead.v1.DescribeResponseBGZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3"
+	"\bDescribe\x12\x1d.lookahead.v1.DescribeRequest\x1a\x1e.lookahead.v1.DescribeResponseBh\n" +
+	"\x10dev.lookahead.v1B\vOriginProtoP\x01ZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3"
 
 var (
 	file_lookahead_v1_origin_proto_rawDescOnce sync.Once

@@ -912,7 +912,8 @@ const file_lookahead_v1_sidecar_proto_rawDesc = "" +
 	"\x03Put\x12\x18.lookahead.v1.PutRequest\x1a\x19.lookahead.v1.PutResponse\x12C\n" +
 	"\x06Delete\x12\x1b.lookahead.v1.DeleteRequest\x1a\x1c.lookahead.v1.DeleteResponse\x12O\n" +
 	"\n" +
-	"Invalidate\x12\x1f.lookahead.v1.InvalidateRequest\x1a .lookahead.v1.InvalidateResponseBGZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3"
+	"Invalidate\x12\x1f.lookahead.v1.InvalidateRequest\x1a .lookahead.v1.InvalidateResponseBi\n" +
+	"\x10dev.lookahead.v1B\fSidecarProtoP\x01ZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3"
 
 var (
 	file_lookahead_v1_sidecar_proto_rawDescOnce sync.Once

@@ -24,14 +24,14 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19lookahead/v1/object.proto\x12\x0clookahead.v1\" \n\x03Ref\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"e\n\x06Object\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\x1f\n\x04refs\x18\x04 \x03(\x0b\x32\x11.lookahead.v1.Ref\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x42GZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19lookahead/v1/object.proto\x12\x0clookahead.v1\" \n\x03Ref\x12\r\n\x05\x66ield\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"e\n\x06Object\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x04\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\x1f\n\x04refs\x18\x04 \x03(\x0b\x32\x11.lookahead.v1.Ref\x12\x0f\n\x07payload\x18\x05 \x01(\x0c\x42h\n\x10\x64\x65v.lookahead.v1B\x0bObjectProtoP\x01ZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'lookahead.v1.object_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   _globals['DESCRIPTOR']._loaded_options = None
-  _globals['DESCRIPTOR']._serialized_options = b'ZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1'
+  _globals['DESCRIPTOR']._serialized_options = b'\n\020dev.lookahead.v1B\013ObjectProtoP\001ZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1'
   _globals['_REF']._serialized_start=43
   _globals['_REF']._serialized_end=75
   _globals['_OBJECT']._serialized_start=77

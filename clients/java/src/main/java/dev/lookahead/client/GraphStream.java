@@ -1,13 +1,13 @@
 package dev.lookahead.client;
 
+import dev.lookahead.v1.GetGraphResponse;
+import dev.lookahead.v1.Result;
 import io.grpc.Context;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.Iterator;
 import java.util.List;
 import java.util.NoSuchElementException;
-import lookahead.v1.Sidecar.GetGraphResponse;
-import lookahead.v1.Sidecar.Result;
 
 /**
  * The results of one GetGraph call in breadth-first order, read as they

@@ -1,5 +1,16 @@
 package dev.lookahead.client;
 
+import dev.lookahead.v1.BatchGetRequest;
+import dev.lookahead.v1.BatchGetResponse;
+import dev.lookahead.v1.DeleteRequest;
+import dev.lookahead.v1.GetGraphRequest;
+import dev.lookahead.v1.GetRequest;
+import dev.lookahead.v1.GetResponse;
+import dev.lookahead.v1.InvalidateRequest;
+import dev.lookahead.v1.PrefetchHint;
+import dev.lookahead.v1.PutRequest;
+import dev.lookahead.v1.SidecarServiceGrpc.SidecarServiceBlockingStub;
+import dev.lookahead.v1.SidecarServiceGrpc;
 import io.grpc.Context;
 import io.grpc.Grpc;
 import io.grpc.InsecureChannelCredentials;
@@ -7,18 +18,6 @@ import io.grpc.ManagedChannel;
 import java.time.Duration;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
-import lookahead.v1.ObjectOuterClass;
-import lookahead.v1.Sidecar.BatchGetRequest;
-import lookahead.v1.Sidecar.BatchGetResponse;
-import lookahead.v1.Sidecar.DeleteRequest;
-import lookahead.v1.Sidecar.GetGraphRequest;
-import lookahead.v1.Sidecar.GetRequest;
-import lookahead.v1.Sidecar.GetResponse;
-import lookahead.v1.Sidecar.InvalidateRequest;
-import lookahead.v1.Sidecar.PrefetchHint;
-import lookahead.v1.Sidecar.PutRequest;
-import lookahead.v1.SidecarServiceGrpc;
-import lookahead.v1.SidecarServiceGrpc.SidecarServiceBlockingStub;
 
 /**
  * A blocking client of one lookahead sidecar; safe for concurrent use.
@@ -115,12 +114,12 @@ public final class LookaheadClient implements AutoCloseable {
   }
 
   /** Writes obj through to the origin and returns its new version. */
-  public long put(ObjectOuterClass.Object obj) {
+  public long put(dev.lookahead.v1.Object obj) {
     return stub().put(PutRequest.newBuilder().setObject(obj).build()).getVersion();
   }
 
   /** Writes obj only if its stored version is expectedVersion (0 = must not exist yet). */
-  public long put(ObjectOuterClass.Object obj, long expectedVersion) {
+  public long put(dev.lookahead.v1.Object obj, long expectedVersion) {
     return stub()
         .put(PutRequest.newBuilder().setObject(obj).setExpectedVersion(expectedVersion).build())
         .getVersion();
@@ -129,6 +128,11 @@ public final class LookaheadClient implements AutoCloseable {
   /** Deletes an object at the origin and drops the cached copy. */
   public void delete(String id) {
     stub().delete(DeleteRequest.newBuilder().setId(id).build());
+  }
+
+  /** Deletes an object only if its stored version is expectedVersion. */
+  public void delete(String id, long expectedVersion) {
+    stub().delete(DeleteRequest.newBuilder().setId(id).setExpectedVersion(expectedVersion).build());
   }
 
   /** Drops cached copies without touching the origin; returns how many were cached. */

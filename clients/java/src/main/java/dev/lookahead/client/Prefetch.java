@@ -1,7 +1,7 @@
 package dev.lookahead.client;
 
 import java.util.List;
-import lookahead.v1.Sidecar.PrefetchHint;
+import dev.lookahead.v1.PrefetchHint;
 
 /**
  * Overrides the sidecar's prefetch settings for one request. A null depth or

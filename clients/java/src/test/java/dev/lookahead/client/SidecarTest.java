@@ -1,9 +1,16 @@
 package dev.lookahead.client;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.google.protobuf.ByteString;
+import dev.lookahead.v1.BatchGetResponse;
+import dev.lookahead.v1.CacheStatus;
+import dev.lookahead.v1.GetResponse;
+import dev.lookahead.v1.Ref;
+import dev.lookahead.v1.Result;
 import io.grpc.Status;
 import io.grpc.StatusRuntimeException;
 import java.time.Duration;
@@ -14,15 +21,10 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
-import java.util.stream.Collectors;
 import java.util.logging.Level;
 import java.util.logging.Logger;
+import java.util.stream.Collectors;
 import java.util.stream.IntStream;
-import lookahead.v1.ObjectOuterClass.Ref;
-import lookahead.v1.Sidecar.BatchGetResponse;
-import lookahead.v1.Sidecar.CacheStatus;
-import lookahead.v1.Sidecar.GetResponse;
-import lookahead.v1.Sidecar.Result;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -238,6 +240,61 @@ class SidecarTest {
       assertEquals("task-2.5", resp.getObject().getId());
       assertEquals(IntStream.rangeClosed(26, 30).mapToObj(k -> "subtasks task-2." + k).toList(),
           resp.getObject().getRefsList().stream().map(r -> r.getField() + " " + r.getId()).toList());
+    }
+  }
+
+  @Test
+  void putGetDeleteWriteThrough() {
+    String id = "java-put-" + System.nanoTime();
+    dev.lookahead.v1.Object obj = dev.lookahead.v1.Object.newBuilder()
+        .setId(id).setType("Note").setPayload(ByteString.copyFromUtf8("hello"))
+        .addRefs(Ref.newBuilder().setField("parent").setId("task-0")).build();
+    assertEquals(1, client.put(obj, 0)); // 0: must not exist yet
+    GetResponse got = client.get(id, Prefetch.off());
+    assertEquals("hello", got.getObject().getPayload().toStringUtf8());
+    assertEquals(1, got.getObject().getVersion());
+    assertEquals("task-0", got.getObject().getRefs(0).getId());
+
+    StatusRuntimeException stale = assertThrows(StatusRuntimeException.class, () -> client.put(obj, 0));
+    assertEquals(Status.Code.FAILED_PRECONDITION, stale.getStatus().getCode());
+    assertEquals(2, client.put(obj.toBuilder().setPayload(ByteString.copyFromUtf8("again")).build(), 1));
+    assertEquals("again", client.get(id).getObject().getPayload().toStringUtf8());
+
+    StatusRuntimeException wrong = assertThrows(StatusRuntimeException.class, () -> client.delete(id, 1));
+    assertEquals(Status.Code.FAILED_PRECONDITION, wrong.getStatus().getCode());
+    client.delete(id, 2);
+    StatusRuntimeException gone = assertThrows(StatusRuntimeException.class, () -> client.get(id));
+    assertEquals(Status.Code.NOT_FOUND, gone.getStatus().getCode());
+  }
+
+  @Test
+  void invalidateDropsTheCachedCopy() {
+    client.get("task-2.3", Prefetch.off());
+    assertEquals(CacheStatus.CACHE_STATUS_HIT, client.get("task-2.3", Prefetch.off()).getStatus());
+    assertEquals(1, client.invalidate(List.of("task-2.3", "no-such-task")));
+    assertEquals(CacheStatus.CACHE_STATUS_MISS, client.get("task-2.3", Prefetch.off()).getStatus());
+  }
+
+  @Test
+  void staleFlagPastTheTtl() throws InterruptedException {
+    try (LookaheadClient sc = new LookaheadClient(stack.staleSidecar.grpc, Duration.ofSeconds(10))) {
+      GetResponse first = sc.get("task-1.2", Prefetch.off());
+      assertFalse(first.getStale(), "a fresh fetch is not stale");
+      // Past the 100 ms TTL the sidecar answers its copy marked stale and
+      // refetches it in the background; poll until an answer is stale.
+      long deadline = System.nanoTime() + Duration.ofSeconds(10).toNanos();
+      GetResponse resp = first;
+      while (!resp.getStale()) {
+        assertTrue(System.nanoTime() < deadline, "no stale answer within 10 s");
+        Thread.sleep(50);
+        resp = sc.get("task-1.2", Prefetch.off());
+      }
+      assertEquals("task-1.2", resp.getObject().getId());
+      assertEquals(CacheStatus.CACHE_STATUS_HIT, resp.getStatus());
+      try (GraphStream graph = sc.getGraph(List.of("task-1.2"), 0)) {
+        Result r = graph.next();
+        assertEquals("task-1.2", r.getObject().getId());
+      }
     }
   }
 }

@@ -36,6 +36,7 @@ final class Stack implements AutoCloseable {
   private final Thread reaper = new Thread(this::killAll, "lookahead-stack-reaper");
   Proc origin;
   Proc sidecar;
+  Proc staleSidecar; // --ttl 100ms --stale-while-revalidate 1h: answers stale copies
 
   /** A started process and the addresses it wrote to its --addr-file. */
   static final class Proc {
@@ -107,6 +108,10 @@ final class Stack implements AutoCloseable {
           "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--origin", s.origin.grpc,
           "--unix-socket", s.unixSocket.toString(), "--health-interval", "100ms"));
       waitServing(s.sidecar);
+      s.staleSidecar = s.launch(bins.resolve("sidecar"), "stale-sidecar", List.of(
+          "--listen", "127.0.0.1:0", "--metrics-listen", "", "--origin", s.origin.grpc,
+          "--ttl", "100ms", "--stale-while-revalidate", "1h", "--health-interval", "100ms"));
+      waitServing(s.staleSidecar);
       return s;
     } catch (Exception | Error e) {
       s.close();
@@ -120,7 +125,11 @@ final class Stack implements AutoCloseable {
 
   /** Runs binary with --addr-file and returns once it has written its addresses. */
   private Proc launch(Path binary, List<String> args) throws Exception {
-    String name = binary.getFileName().toString();
+    return launch(binary, binary.getFileName().toString(), args);
+  }
+
+  /** launch under another name, for a second process of the same binary. */
+  private Proc launch(Path binary, String name, List<String> args) throws Exception {
     Path addrFile = workdir.resolve(name + ".addr");
     Path log = workdir.resolve(name + ".log");
     List<String> cmd = new ArrayList<>();
