@@ -1,0 +1,94 @@
+package bench
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+)
+
+func TestParseW5Grid(t *testing.T) {
+	cases := []struct {
+		name    string
+		in      string
+		want    []W5Static
+		wantErr string
+	}{
+		{name: "two points", in: "1/20,2/100", want: []W5Static{{1, 20}, {2, 100}}},
+		{name: "spaces around points", in: " 1/20 , 3/0", want: []W5Static{{1, 20}, {3, 0}}},
+		{name: "no slash", in: "1", wantErr: `"1"`},
+		{name: "not numbers", in: "1/20,a/b", wantErr: `"a/b"`},
+		{name: "negative", in: "-1/20", wantErr: `"-1/20"`},
+		{name: "empty point", in: "1/20,", wantErr: `""`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := ParseW5Grid(tc.in)
+			if tc.wantErr != "" {
+				require.ErrorContains(t, err, tc.wantErr)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// w5Fake is an in-memory graph that records the levels asked for.
+type w5Fake struct {
+	objs   map[string]*lookaheadv1.Object
+	levels [][]string
+}
+
+func (f *w5Fake) fetch(_ context.Context, ids []string) ([]*lookaheadv1.Object, error) {
+	f.levels = append(f.levels, ids)
+	var out []*lookaheadv1.Object
+	for _, id := range ids {
+		if o, ok := f.objs[id]; ok {
+			out = append(out, o)
+		}
+	}
+	return out, nil
+}
+
+func w5Obj(id string, fieldIDs ...string) *lookaheadv1.Object {
+	o := &lookaheadv1.Object{Id: id}
+	for i := 0; i+1 < len(fieldIDs); i += 2 {
+		o.Refs = append(o.Refs, &lookaheadv1.Ref{Field: fieldIDs[i], Id: fieldIDs[i+1]})
+	}
+	return o
+}
+
+func TestFirstRefs(t *testing.T) {
+	o := w5Obj("u", "posts", "p2", "friends", "a", "posts", "p1", "friends", "b", "friends", "c")
+	assert.Equal(t, []string{"a", "b"}, firstRefs("friends", 2)(o))
+	assert.Equal(t, []string{"a", "b", "c"}, firstRefs("friends", 0)(o), "0 reads them all")
+	assert.Equal(t, []string{"p2", "p1"}, firstRefs("posts", 5)(o))
+	assert.Empty(t, firstRefs("likes", 1)(o))
+	assert.Equal(t, []string{"p2", "a"}, bothSteps(firstRefs("posts", 1), firstRefs("friends", 1))(o))
+}
+
+func TestReadSessions(t *testing.T) {
+	f := &w5Fake{objs: map[string]*lookaheadv1.Object{}}
+	for _, o := range []*lookaheadv1.Object{
+		w5Obj("u", "friends", "a", "friends", "b", "friends", "gone"),
+		w5Obj("a", "friends", "u", "friends", "b", "friends", "c"),
+		w5Obj("b", "friends", "u", "friends", "a"),
+		w5Obj("c", "friends", "a", "friends", "d"),
+		w5Obj("d"),
+	} {
+		f.objs[o.GetId()] = o
+	}
+	friends := firstRefs("friends", 0)
+	fof := w5Session{Starts: []string{"u"}, Steps: []w5Step{friends, friends}}
+	used, err := readSessions(context.Background(), []w5Session{fof, fof}, f.fetch)
+	require.NoError(t, err)
+
+	assert.Equal(t, map[string]bool{"u": true, "a": true, "b": true, "c": true}, used,
+		"two hops from u, a missing id not counted, d three hops away")
+	want := [][]string{{"u"}, {"a", "b", "gone"}, {"c"}} // each id once per session, cycles cut
+	assert.Equal(t, append(want, want...), f.levels, "a repeated session reads again")
+}
