@@ -35,6 +35,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 	"github.com/lookahead-dev/lookahead/internal/server"
 )
@@ -165,12 +166,12 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	buildinfo.Get().Register(reg)
 	m := metrics.New(reg)
 
-	c, err := cache.New(o.cache, m)
+	c, err := cache.New(o.cache, wire.Cache(m))
 	if err != nil {
 		return fmt.Errorf("cache config: %w", err)
 	}
 	defer c.Close()
-	metrics.RegisterCacheSize(reg, c.Stats)
+	metrics.RegisterCacheSize(reg, wire.CacheSizes(c.Stats))
 
 	origs, err := o.transport.dialOrigins(o.origins.routes, m)
 	if err != nil {
@@ -193,7 +194,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if o.sched.Mode == prefetch.ModeAdaptive {
 		planner = prefetch.NewAdaptive(prefetch.AdaptiveConfig{MaxDepth: o.server.MaxDepth, MaxObjects: o.planner.MaxObjects})
 	}
-	o.fetch.Metrics = m.FetchMetrics()
+	o.fetch.Metrics = wire.Fetch(m)
 	if obs, ok := planner.(fetch.Observer); ok {
 		o.fetch.Observer = obs
 	}
@@ -201,7 +202,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if err != nil {
 		return fmt.Errorf("fetch config: %w", err)
 	}
-	o.sched.Metrics = m.PrefetchMetrics()
+	o.sched.Metrics = wire.Prefetch(m)
 	o.sched.TierBytes = c.PrefetchBytes()
 	sched, err := prefetch.New(o.sched, f, planner)
 	if err != nil {

@@ -3,16 +3,12 @@
 package cache
 
 import (
-	"time"
-
 	"fmt"
 	"sync"
 	"sync/atomic"
-
-	"github.com/prometheus/client_golang/prometheus"
+	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
-	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
 
 // Tier names where a cached object was found.
@@ -28,9 +24,9 @@ const (
 func (t Tier) String() string {
 	switch t {
 	case TierMain:
-		return metrics.TierMain
+		return "main"
 	case TierPrefetch:
-		return metrics.TierPrefetch
+		return "prefetch"
 	}
 	return "none"
 }
@@ -70,13 +66,9 @@ func staleness(fresh, now time.Time) (bool, time.Duration) {
 // known version is not stored again, except that demanding an object the
 // prefetch tier holds moves it to the main tier.
 type Cache struct {
-	cfg  Config // defaults applied
-	m    *metrics.Set
+	cfg  Config  // defaults applied
+	m    Metrics // every counter set
 	main *mainTier
-
-	hitMain, hitPrefetch       prometheus.Counter
-	evictMain, evictPrefetch   prometheus.Counter
-	rejected, dropped, negHits prometheus.Counter
 
 	// life keeps ristretto from being closed under a caller: ristretto panics
 	// when a Set, Get or Wait races with its Close. Every method holds it for
@@ -107,39 +99,29 @@ type Cache struct {
 	promoting []*node
 }
 
-// New builds a cache. m receives the cache's counters; nil keeps them on a
-// private registry. Close releases ristretto's goroutines.
-func New(cfg Config, m *metrics.Set) (*Cache, error) {
+// New builds a cache; m's nil counters count nothing. Close releases
+// ristretto's goroutines.
+func New(cfg Config, m Metrics) (*Cache, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
 	cfg = cfg.withDefaults()
-	if m == nil {
-		m = metrics.New(prometheus.NewRegistry())
-	}
 	c := &Cache{
-		cfg:           cfg,
-		m:             m,
-		hitMain:       m.Hits.WithLabelValues(metrics.TierMain),
-		hitPrefetch:   m.Hits.WithLabelValues(metrics.TierPrefetch),
-		evictMain:     m.Evictions.WithLabelValues(metrics.TierMain),
-		evictPrefetch: m.Evictions.WithLabelValues(metrics.TierPrefetch),
-		rejected:      m.SetsRejected,
-		dropped:       m.SetsDropped,
-		negHits:       m.Negative,
-		pre:           newLRU(cfg.PrefetchBytes),
-		neg:           newLRU(int64(cfg.NegativeEntries)),
-		floors:        newLRU(int64(cfg.FloorEntries)),
+		cfg:    cfg,
+		m:      m.withNops(),
+		pre:    newLRU(cfg.PrefetchBytes),
+		neg:    newLRU(int64(cfg.NegativeEntries)),
+		floors: newLRU(int64(cfg.FloorEntries)),
 	}
 	main, err := newMainTier(cfg.MainBytes, mainCallbacks{
 		evicted: func() {
 			if !c.shutdown.Load() {
-				c.evictMain.Inc()
+				c.m.EvictionsMain.Inc()
 			}
 		},
 		rejected: func() {
 			if !c.shutdown.Load() {
-				c.rejected.Inc()
+				c.m.SetsRejected.Inc()
 			}
 		},
 	})
@@ -162,7 +144,7 @@ func (c *Cache) Get(id string) (Lookup, bool) {
 		return Lookup{}, false
 	}
 	if e, ok := c.main.get(id, c.cfg.Now); ok {
-		c.hitMain.Inc()
+		c.m.HitsMain.Inc()
 		if e.fresh.IsZero() { // no TTL: the hit path reads no clock
 			return Lookup{Object: e.obj, Tier: TierMain}, true
 		}
@@ -181,11 +163,11 @@ func (c *Cache) Get(id string) (Lookup, bool) {
 	c.report(&t)
 	switch {
 	case n != nil:
-		c.hitPrefetch.Inc()
+		c.m.HitsPrefetch.Inc()
 		stale, age := staleness(n.fresh, now)
 		return Lookup{Object: n.obj, Tier: TierPrefetch, Stale: stale, StaleFor: age}, true
 	case neg:
-		c.negHits.Inc()
+		c.m.NegativeHits.Inc()
 		return Lookup{Negative: true}, true
 	}
 	c.m.Misses.Inc()
@@ -446,22 +428,25 @@ func (c *Cache) Invalidate(ids ...string) int {
 	return n
 }
 
-// Stats returns the bytes and objects each tier holds, keyed by the metrics
-// tier names, for metrics.RegisterCacheSize. The prefetch tier is exact. The
+// TierStats is what one tier holds.
+type TierStats struct{ Bytes, Objects int64 }
+
+// Stats returns the bytes and objects each tier holds, keyed by the tiers'
+// names (Tier.String). The prefetch tier is exact. The
 // main tier counts what ristretto stores, plus Sets still in its buffer that
 // its admission policy is about to reject: exact whenever no Set is pending.
 // Objects expired by TTL count until ristretto's periodic sweep drops them,
 // seconds later. Negative entries hold no object and are not counted.
-func (c *Cache) Stats() map[string]metrics.TierStats {
+func (c *Cache) Stats() map[string]TierStats {
 	c.life.RLock()
 	defer c.life.RUnlock()
-	s := map[string]metrics.TierStats{
-		metrics.TierMain:     {Bytes: c.main.bytes.Load(), Objects: c.main.objects.Load()},
-		metrics.TierPrefetch: {},
+	s := map[string]TierStats{
+		TierMain.String():     {Bytes: c.main.bytes.Load(), Objects: c.main.objects.Load()},
+		TierPrefetch.String(): {},
 	}
 	if !c.closed {
 		c.mu.Lock()
-		s[metrics.TierPrefetch] = metrics.TierStats{Bytes: c.pre.cost, Objects: int64(c.pre.len())}
+		s[TierPrefetch.String()] = TierStats{Bytes: c.pre.cost, Objects: int64(c.pre.len())}
 		c.mu.Unlock()
 	}
 	return s

@@ -17,7 +17,6 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
-	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
 
 // Ristretto starts two goroutines per cache; Close must stop them.
@@ -41,10 +40,36 @@ func (c *fakeClock) Advance(d time.Duration) {
 	c.now = c.now.Add(d)
 }
 
-// harness is a Cache with its own registry and clock.
+// testMetrics are the cache's counters, each a Prometheus counter the
+// tests read back.
+type testMetrics struct {
+	Hits, Evictions                                           *prometheus.CounterVec // tier
+	Misses, Negative, SetsDropped, SetsRejected, PrefetchUsed prometheus.Counter
+	PrefetchWasted, PrefetchWastedBytes, StaleFills           prometheus.Counter
+}
+
+func newTestMetrics() *testMetrics {
+	c := func(name string) prometheus.Counter { return prometheus.NewCounter(prometheus.CounterOpts{Name: name}) }
+	v := func(name string) *prometheus.CounterVec {
+		return prometheus.NewCounterVec(prometheus.CounterOpts{Name: name}, []string{"tier"})
+	}
+	return &testMetrics{Hits: v("hits"), Evictions: v("evictions"), Misses: c("misses"), Negative: c("negative"),
+		SetsDropped: c("dropped"), SetsRejected: c("rejected"), PrefetchUsed: c("used"),
+		PrefetchWasted: c("wasted"), PrefetchWastedBytes: c("wasted_bytes"), StaleFills: c("stale_fills")}
+}
+
+func (m *testMetrics) metrics() Metrics {
+	return Metrics{HitsMain: m.Hits.WithLabelValues("main"), HitsPrefetch: m.Hits.WithLabelValues("prefetch"),
+		Misses: m.Misses, NegativeHits: m.Negative,
+		EvictionsMain: m.Evictions.WithLabelValues("main"), EvictionsPrefetch: m.Evictions.WithLabelValues("prefetch"),
+		SetsDropped: m.SetsDropped, SetsRejected: m.SetsRejected, PrefetchUsed: m.PrefetchUsed,
+		PrefetchWasted: m.PrefetchWasted, PrefetchWastedBytes: m.PrefetchWastedBytes, StaleFills: m.StaleFills}
+}
+
+// harness is a Cache with its own counters and clock.
 type harness struct {
 	*Cache
-	m     *metrics.Set
+	m     *testMetrics
 	clock *fakeClock
 }
 
@@ -57,8 +82,8 @@ func newHarness(t testing.TB, cfg Config) *harness {
 	if cfg.MainBytes == 0 {
 		cfg.MainBytes = 4 << 20 // the default's counters are slow to allocate under -race
 	}
-	m := metrics.New(prometheus.NewRegistry())
-	c, err := New(cfg, m)
+	m := newTestMetrics()
+	c, err := New(cfg, m.metrics())
 	require.NoError(t, err)
 	t.Cleanup(c.Close)
 	return &harness{Cache: c, m: m, clock: clock}
@@ -86,8 +111,8 @@ func (h *harness) tierOf(id string) Tier {
 }
 
 // mainContents is what ristretto really stores, to check the accounting.
-func (h *harness) mainContents() metrics.TierStats {
-	var s metrics.TierStats
+func (h *harness) mainContents() TierStats {
+	var s TierStats
 	h.main.rc.IterValues(func(e *entry) bool {
 		s.Bytes += e.cost
 		s.Objects++
@@ -113,10 +138,10 @@ func sized(id string, version uint64, size int) *graph.Object {
 	return o
 }
 
-func stats(mainBytes, mainObjects, preBytes, preObjects int64) map[string]metrics.TierStats {
-	return map[string]metrics.TierStats{
-		metrics.TierMain:     {Bytes: mainBytes, Objects: mainObjects},
-		metrics.TierPrefetch: {Bytes: preBytes, Objects: preObjects},
+func stats(mainBytes, mainObjects, preBytes, preObjects int64) map[string]TierStats {
+	return map[string]TierStats{
+		"main":     {Bytes: mainBytes, Objects: mainObjects},
+		"prefetch": {Bytes: preBytes, Objects: preObjects},
 	}
 }
 
@@ -143,7 +168,7 @@ func TestConfigValidate(t *testing.T) {
 			err := tc.cfg.validate()
 			if len(tc.want) == 0 {
 				require.NoError(t, err)
-				c, err := New(tc.cfg, nil)
+				c, err := New(tc.cfg, Metrics{})
 				require.NoError(t, err)
 				c.Close()
 				return
@@ -151,7 +176,7 @@ func TestConfigValidate(t *testing.T) {
 			for _, w := range tc.want {
 				assert.ErrorIs(t, err, w)
 			}
-			_, err = New(tc.cfg, nil)
+			_, err = New(tc.cfg, Metrics{})
 			assert.ErrorIs(t, err, tc.want[0], "New validates")
 		})
 	}
@@ -190,8 +215,8 @@ func TestNumCounters(t *testing.T) {
 }
 
 func TestTierString(t *testing.T) {
-	assert.Equal(t, metrics.TierMain, TierMain.String())
-	assert.Equal(t, metrics.TierPrefetch, TierPrefetch.String())
+	assert.Equal(t, "main", TierMain.String())
+	assert.Equal(t, "prefetch", TierPrefetch.String())
 	assert.Equal(t, "none", Tier(0).String())
 }
 
@@ -205,7 +230,7 @@ func TestGetPromotesOnFirstHit(t *testing.T) {
 	require.True(t, ok)
 	assert.Equal(t, Lookup{Object: a, Tier: TierPrefetch}, l)
 	assert.Equal(t, 1.0, val(h.m.PrefetchUsed))
-	assert.Equal(t, 1.0, h.hits(metrics.TierPrefetch))
+	assert.Equal(t, 1.0, h.hits("prefetch"))
 
 	// Before ristretto has applied the move either tier may answer; the
 	// object is found and its use is not counted twice.
@@ -253,7 +278,7 @@ func TestPromotionPendingOrRefused(t *testing.T) {
 	assert.Equal(t, TierPrefetch, l.Tier)
 	assert.Equal(t, []string{"a", "a"}, sets, "the next hit tries again")
 	assert.Equal(t, 1.0, val(h.m.PrefetchUsed), "still counted once")
-	assert.Equal(t, 3.0+1, h.hits(metrics.TierPrefetch))
+	assert.Equal(t, 3.0+1, h.hits("prefetch"))
 }
 
 func TestPromote(t *testing.T) {
@@ -264,7 +289,7 @@ func TestPromote(t *testing.T) {
 	assert.True(t, h.Promote("a"))
 	assert.False(t, h.Promote("b"), "not in the prefetch tier")
 	assert.Equal(t, 1.0, val(h.m.PrefetchUsed))
-	assert.Zero(t, h.hits(metrics.TierPrefetch), "a promotion is not a hit")
+	assert.Zero(t, h.hits("prefetch"), "a promotion is not a hit")
 	assert.Zero(t, val(h.m.Misses))
 
 	h.settle()
@@ -299,8 +324,8 @@ func TestPeekHasNoSideEffects(t *testing.T) {
 	}
 	h.settle()
 	assert.Equal(t, TierPrefetch, h.tierOf("a"), "not promoted")
-	assert.Zero(t, h.hits(metrics.TierMain))
-	assert.Zero(t, h.hits(metrics.TierPrefetch))
+	assert.Zero(t, h.hits("main"))
+	assert.Zero(t, h.hits("prefetch"))
 	assert.Zero(t, val(h.m.Misses))
 	assert.Zero(t, val(h.m.Negative))
 	assert.Zero(t, val(h.m.PrefetchUsed))
@@ -320,20 +345,20 @@ func TestPrefetchTierOldestFirst(t *testing.T) {
 		wantHeld      []string
 		wantEvictions float64
 		wantWasted    float64
-		wantStats     metrics.TierStats
+		wantStats     TierStats
 	}{
 		{
 			name:      "fills to its budget without evicting",
 			ops:       []op{{add: "a"}, {add: "b"}, {add: "c"}},
 			wantHeld:  []string{"a", "b", "c"},
-			wantStats: metrics.TierStats{Bytes: 3 * size, Objects: 3},
+			wantStats: TierStats{Bytes: 3 * size, Objects: 3},
 		},
 		{
 			name:          "evicts the oldest, unused, so wasted",
 			ops:           []op{{add: "a"}, {add: "b"}, {add: "c"}, {add: "d"}},
 			wantHeld:      []string{"b", "c", "d"},
 			wantEvictions: 1, wantWasted: 1,
-			wantStats: metrics.TierStats{Bytes: 3 * size, Objects: 3},
+			wantStats: TierStats{Bytes: 3 * size, Objects: 3},
 		},
 		{
 			name: "a used object is kept longer and not wasted when evicted",
@@ -344,20 +369,20 @@ func TestPrefetchTierOldestFirst(t *testing.T) {
 			},
 			wantHeld:      []string{"d", "e", "f"},
 			wantEvictions: 3, wantWasted: 2,
-			wantStats: metrics.TierStats{Bytes: 3 * size, Objects: 3},
+			wantStats: TierStats{Bytes: 3 * size, Objects: 3},
 		},
 		{
 			name:          "a big object evicts as many as it needs",
 			ops:           []op{{add: "a"}, {add: "b"}, {add: "c"}, {add: "big", big: 2 * size}},
 			wantHeld:      []string{"c", "big"},
 			wantEvictions: 2, wantWasted: 2,
-			wantStats: metrics.TierStats{Bytes: 3 * size, Objects: 2},
+			wantStats: TierStats{Bytes: 3 * size, Objects: 2},
 		},
 		{
 			name:      "an object larger than the tier is not kept",
 			ops:       []op{{add: "a"}, {add: "huge", big: 3*size + 1}},
 			wantHeld:  []string{"a"},
-			wantStats: metrics.TierStats{Bytes: size, Objects: 1},
+			wantStats: TierStats{Bytes: size, Objects: 1},
 		},
 	}
 	for _, tc := range cases {
@@ -382,11 +407,11 @@ func TestPrefetchTierOldestFirst(t *testing.T) {
 				}
 			}
 			assert.Equal(t, tc.wantHeld, held)
-			assert.Equal(t, tc.wantEvictions, h.evictions(metrics.TierPrefetch))
+			assert.Equal(t, tc.wantEvictions, h.evictions("prefetch"))
 			assert.Equal(t, tc.wantWasted, val(h.m.PrefetchWasted))
 			assert.Equal(t, tc.wantWasted*size, val(h.m.PrefetchWastedBytes))
-			assert.Equal(t, tc.wantStats, h.Stats()[metrics.TierPrefetch])
-			assert.Zero(t, h.evictions(metrics.TierMain))
+			assert.Equal(t, tc.wantStats, h.Stats()["prefetch"])
+			assert.Zero(t, h.evictions("main"))
 		})
 	}
 }
@@ -414,11 +439,11 @@ func TestSpeculationNeverEvictsDemanded(t *testing.T) {
 		assert.Equal(t, TierMain, l.Tier, o.ID)
 	}
 	s := h.Stats()
-	assert.Equal(t, metrics.TierStats{Bytes: 100 * 200, Objects: 100}, s[metrics.TierMain])
-	assert.LessOrEqual(t, s[metrics.TierPrefetch].Bytes, int64(4<<10))
-	assert.Zero(t, h.evictions(metrics.TierMain))
-	assert.Equal(t, 200*50-float64(s[metrics.TierPrefetch].Objects), h.evictions(metrics.TierPrefetch))
-	assert.Equal(t, h.evictions(metrics.TierPrefetch), val(h.m.PrefetchWasted))
+	assert.Equal(t, TierStats{Bytes: 100 * 200, Objects: 100}, s["main"])
+	assert.LessOrEqual(t, s["prefetch"].Bytes, int64(4<<10))
+	assert.Zero(t, h.evictions("main"))
+	assert.Equal(t, 200*50-float64(s["prefetch"].Objects), h.evictions("prefetch"))
+	assert.Equal(t, h.evictions("prefetch"), val(h.m.PrefetchWasted))
 }
 
 func TestDroppedSetsKeptInPrefetchTier(t *testing.T) {
@@ -451,7 +476,7 @@ func TestDroppedSetsKeptInPrefetchTier(t *testing.T) {
 	t.Run("evicted without waste", func(t *testing.T) {
 		h.AddPrefetched(sized("x", 1, 200), sized("y", 1, 200)) // evicts b
 		assert.Equal(t, Tier(0), h.tierOf("b"))
-		assert.Equal(t, 1.0, h.evictions(metrics.TierPrefetch))
+		assert.Equal(t, 1.0, h.evictions("prefetch"))
 		assert.Zero(t, val(h.m.PrefetchWasted))
 	})
 
@@ -465,7 +490,7 @@ func TestDroppedSetsKeptInPrefetchTier(t *testing.T) {
 		h.settle()
 		assert.Equal(t, TierMain, h.tierOf("b"))
 		assert.Zero(t, val(h.m.PrefetchUsed))
-		assert.Equal(t, 600, int(h.Stats()[metrics.TierMain].Bytes))
+		assert.Equal(t, 600, int(h.Stats()["main"].Bytes))
 	})
 }
 
@@ -485,9 +510,9 @@ func TestBurstLosesNothing(t *testing.T) {
 	s := h.Stats()
 	t.Logf("dropped %v of %d Sets", val(h.m.SetsDropped), n)
 	assert.Zero(t, val(h.m.SetsRejected))
-	assert.Equal(t, val(h.m.SetsDropped), float64(s[metrics.TierPrefetch].Objects))
-	assert.EqualValues(t, n, s[metrics.TierMain].Objects+s[metrics.TierPrefetch].Objects)
-	assert.Equal(t, h.mainContents(), s[metrics.TierMain])
+	assert.Equal(t, val(h.m.SetsDropped), float64(s["prefetch"].Objects))
+	assert.EqualValues(t, n, s["main"].Objects+s["prefetch"].Objects)
+	assert.Equal(t, h.mainContents(), s["main"])
 	for _, o := range objs {
 		got, known := h.Peek(o.ID)
 		require.True(t, known, o.ID)
@@ -550,7 +575,7 @@ func TestVersions(t *testing.T) {
 			assert.Equal(t, tc.want, got)
 			assert.Equal(t, tc.wantTier, h.tierOf("x"))
 			st := h.Stats()
-			assert.EqualValues(t, 1, st[metrics.TierMain].Objects+st[metrics.TierPrefetch].Objects, "one copy")
+			assert.EqualValues(t, 1, st["main"].Objects+st["prefetch"].Objects, "one copy")
 			assert.Equal(t, tc.wantWasted, val(h.m.PrefetchWasted))
 		})
 	}
@@ -691,7 +716,7 @@ func TestTTL(t *testing.T) {
 		_, ok := h.Get("a")
 		assert.False(t, ok)
 		assert.Equal(t, 1.0, val(h.m.PrefetchWasted))
-		assert.Zero(t, h.evictions(metrics.TierPrefetch), "expiry is not eviction")
+		assert.Zero(t, h.evictions("prefetch"), "expiry is not eviction")
 		assert.Equal(t, stats(0, 0, 0, 0), h.Stats())
 	})
 	t.Run("promotion keeps the original expiry", func(t *testing.T) {
@@ -755,7 +780,7 @@ func TestInvalidate(t *testing.T) {
 	assert.Equal(t, stats(0, 0, 200, 1), h.Stats(), "only kept is left")
 	assert.Equal(t, 1.0, val(h.m.PrefetchWasted), "only the unused one is wasted")
 	assert.Equal(t, 200.0, val(h.m.PrefetchWastedBytes))
-	assert.Zero(t, h.evictions(metrics.TierMain)+h.evictions(metrics.TierPrefetch), "invalidation is not eviction")
+	assert.Zero(t, h.evictions("main")+h.evictions("prefetch"), "invalidation is not eviction")
 	assert.Zero(t, h.Invalidate())
 }
 
@@ -791,11 +816,11 @@ func TestStatsExactUnderEviction(t *testing.T) {
 	}
 	h.settle()
 	s := h.Stats()
-	assert.Equal(t, h.mainContents(), s[metrics.TierMain])
-	assert.LessOrEqual(t, s[metrics.TierMain].Bytes, int64(50*200))
-	assert.LessOrEqual(t, s[metrics.TierPrefetch].Bytes, int64(10*200))
-	assert.Positive(t, h.evictions(metrics.TierMain)+val(h.m.SetsRejected), "the main tier was full")
-	assert.Positive(t, h.evictions(metrics.TierPrefetch))
+	assert.Equal(t, h.mainContents(), s["main"])
+	assert.LessOrEqual(t, s["main"].Bytes, int64(50*200))
+	assert.LessOrEqual(t, s["prefetch"].Bytes, int64(10*200))
+	assert.Positive(t, h.evictions("main")+val(h.m.SetsRejected), "the main tier was full")
+	assert.Positive(t, h.evictions("prefetch"))
 	h.mu.Lock()
 	order(t, h.pre)
 	h.mu.Unlock()
@@ -841,8 +866,8 @@ func TestConcurrentUse(t *testing.T) {
 
 	h.settle()
 	s := h.Stats()
-	assert.Equal(t, h.mainContents(), s[metrics.TierMain])
-	assert.LessOrEqual(t, s[metrics.TierMain].Bytes, int64(100*200))
+	assert.Equal(t, h.mainContents(), s["main"])
+	assert.LessOrEqual(t, s["main"].Bytes, int64(100*200))
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	order(t, h.pre)
@@ -871,7 +896,7 @@ func TestClose(t *testing.T) {
 	assert.False(t, h.Promote("b"))
 	assert.Zero(t, h.Invalidate("a", "b"))
 	assert.Equal(t, stats(0, 0, 0, 0), h.Stats())
-	assert.Zero(t, h.evictions(metrics.TierMain), "shutdown is not eviction")
+	assert.Zero(t, h.evictions("main"), "shutdown is not eviction")
 	assert.Zero(t, val(h.m.SetsDropped))
 }
 
@@ -911,7 +936,7 @@ func TestCloseWhileInUse(t *testing.T) {
 }
 
 func TestNewWithoutMetrics(t *testing.T) {
-	c, err := New(Config{}, nil)
+	c, err := New(Config{}, Metrics{})
 	require.NoError(t, err)
 	defer c.Close()
 	c.AddDemand(sized("a", 1, 200))

@@ -8,7 +8,7 @@ import (
 )
 
 func Example() {
-	c, err := cache.New(cache.Config{MainBytes: 1 << 20, PrefetchBytes: 1 << 20}, nil)
+	c, err := cache.New(cache.Config{MainBytes: 1 << 20, PrefetchBytes: 1 << 20}, cache.Metrics{})
 	if err != nil {
 		panic(err)
 	}

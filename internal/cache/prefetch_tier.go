@@ -241,10 +241,10 @@ func (c *Cache) report(t *tally) {
 		c.m.StaleFills.Add(float64(t.staleFills))
 	}
 	if t.dropped > 0 {
-		c.dropped.Add(float64(t.dropped))
+		c.m.SetsDropped.Add(float64(t.dropped))
 	}
 	if t.evicted > 0 {
-		c.evictPrefetch.Add(float64(t.evicted))
+		c.m.EvictionsPrefetch.Add(float64(t.evicted))
 	}
 	if t.wasted > 0 {
 		c.m.PrefetchWasted.Add(float64(t.wasted))

@@ -10,6 +10,7 @@ import (
 
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -25,9 +26,9 @@ type rig struct {
 func newRig(t *testing.T, o Origin, cfg Config, cc cache.Config) *rig {
 	t.Helper()
 	m := metrics.New(prometheus.NewRegistry())
-	c, err := cache.New(cc, m)
+	c, err := cache.New(cc, wire.Cache(m))
 	require.NoError(t, err)
-	cfg.Metrics = m.FetchMetrics()
+	cfg.Metrics = wire.Fetch(m)
 	f, err := New(cfg, o, c)
 	require.NoError(t, err)
 	t.Cleanup(c.Close)

@@ -15,6 +15,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 )
 
@@ -233,7 +234,7 @@ func TestMalformedRepliesNeverReachTheCache(t *testing.T) {
 	r := newRig(t, &fakeOrigin{batchGet: func(_ int, req *lookaheadv1.OriginServiceBatchGetRequest) (*lookaheadv1.OriginServiceBatchGetResponse, error) {
 		return replies[req.GetIds()[0]], nil
 	}}, origin.Config{MaxObjectBytes: maxObject})
-	c, err := cache.New(cache.Config{}, r.m)
+	c, err := cache.New(cache.Config{}, wire.Cache(r.m))
 	require.NoError(t, err)
 	defer c.Close()
 	f, err := fetch.New(fetch.Config{}, r.client, c)

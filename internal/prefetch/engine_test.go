@@ -18,6 +18,12 @@ import (
 // returns the status of every Get.
 func walkByGet(t *testing.T, e *engine, root string) []Status {
 	t.Helper()
+	return walkByGetThinking(t, e, root, func() {})
+}
+
+// walkByGetThinking is walkByGet with think called after every Get.
+func walkByGetThinking(t *testing.T, e *engine, root string, think func()) []Status {
+	t.Helper()
 	var statuses []Status
 	queue := []string{root}
 	for len(queue) > 0 {
@@ -28,6 +34,7 @@ func walkByGet(t *testing.T, e *engine, root string) []Status {
 		require.Empty(t, missing, id)
 		require.Len(t, rs, 1)
 		statuses = append(statuses, rs[0].Status)
+		think()
 		for _, r := range rs[0].Object.Refs {
 			queue = append(queue, r.ID)
 		}

@@ -14,6 +14,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch/fetchtest"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
 )
 
 func TestMain(m *testing.M) {
@@ -81,15 +82,15 @@ func newRigBatch(t *testing.T, o fetch.Origin, cfg Config, batchSize int, p Plan
 func newRigWith(t *testing.T, o fetch.Origin, cfg Config, fc fetch.Config, p Planner, cc cache.Config) *rig {
 	t.Helper()
 	m := metrics.New(prometheus.NewRegistry())
-	c, err := cache.New(cc, m)
+	c, err := cache.New(cc, wire.Cache(m))
 	require.NoError(t, err)
-	fc.Metrics = m.FetchMetrics()
+	fc.Metrics = wire.Fetch(m)
 	if obs, ok := p.(fetch.Observer); ok {
 		fc.Observer = obs
 	}
 	f, err := fetch.New(fc, o, c)
 	require.NoError(t, err)
-	cfg.Metrics = m.PrefetchMetrics()
+	cfg.Metrics = wire.Prefetch(m)
 	cfg.TierBytes = c.PrefetchBytes()
 	s, err := New(cfg, f, p)
 	require.NoError(t, err)

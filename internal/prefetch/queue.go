@@ -69,3 +69,10 @@ func (q *queue) signal() {
 	default: // a token is already waiting
 	}
 }
+
+// len is how many jobs wait.
+func (q *queue) len() int {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.n
+}

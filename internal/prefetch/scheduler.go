@@ -118,6 +118,10 @@ type Scheduler struct {
 	jobs *queue
 	sem  chan struct{} // one slot per concurrent speculative origin request
 
+	mu      sync.Mutex
+	idle    *sync.Cond // signalled when running drops to 0; uses mu
+	running int        // workers holding or about to pop a job; guarded by mu
+
 	ctx       context.Context // cancelled by Close; speculative work runs under it
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup // the workers
@@ -137,6 +141,7 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 		sem:  make(chan struct{}, cfg.Workers),
 		ctx:  ctx, cancel: cancel,
 	}
+	s.idle = sync.NewCond(&s.mu)
 	if obs, ok := p.(Observer); ok {
 		s.observer = obs
 	}
@@ -156,6 +161,9 @@ func (s *Scheduler) Close() {
 	s.closeOnce.Do(func() {
 		s.cancel()
 		s.wg.Wait()
+		s.mu.Lock()
+		s.idle.Broadcast() // Idle returns once closed
+		s.mu.Unlock()
 	})
 }
 
@@ -167,17 +175,48 @@ func (s *Scheduler) work() {
 			return
 		case <-s.jobs.ready:
 		}
-		for s.ctx.Err() == nil {
-			j, ok := s.jobs.pop()
-			if !ok {
-				break
-			}
-			if len(j.refresh) > 0 {
-				_, _ = s.fetcher.Fetch(s.ctx, j.refresh) // a failure leaves the stale copy
-				continue
-			}
-			s.expand(j)
+		for s.ctx.Err() == nil && s.runOne() {
 		}
+	}
+}
+
+// runOne pops and runs the newest job, and reports whether there was one.
+// It counts itself running before it pops, so that Idle never sees an
+// empty queue while a job is on its way to a worker.
+func (s *Scheduler) runOne() bool {
+	s.mu.Lock()
+	s.running++
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		if s.running--; s.running == 0 {
+			s.idle.Broadcast()
+		}
+		s.mu.Unlock()
+	}()
+	j, ok := s.jobs.pop()
+	if !ok {
+		return false
+	}
+	if len(j.refresh) > 0 {
+		_, _ = s.fetcher.Fetch(s.ctx, j.refresh) // a failure leaves the stale copy
+		return true
+	}
+	s.expand(j)
+	return true
+}
+
+// Idle waits until no job is queued or running: every speculation scheduled
+// so far has landed or given up. For tests and benchmarks that must compare
+// what speculation did, not when.
+func (s *Scheduler) Idle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.running > 0 || s.jobs.len() > 0 {
+		if s.ctx.Err() != nil {
+			return
+		}
+		s.idle.Wait()
 	}
 }
 

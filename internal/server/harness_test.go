@@ -20,6 +20,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/originserver"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
@@ -79,12 +80,12 @@ func newRig(t *testing.T, objs []*graph.Object, o rigOptions) *rig {
 	t.Cleanup(osrv.Shutdown)
 
 	m := metrics.New(prometheus.NewRegistry())
-	c, err := cache.New(cache.Config{}, m)
+	c, err := cache.New(cache.Config{}, wire.Cache(m))
 	require.NoError(t, err)
 	oc := origin.NewClient(occ, m)
-	f, err := fetch.New(fetch.Config{Metrics: m.FetchMetrics()}, oc, c)
+	f, err := fetch.New(fetch.Config{Metrics: wire.Fetch(m)}, oc, c)
 	require.NoError(t, err)
-	o.engine.Metrics = m.PrefetchMetrics()
+	o.engine.Metrics = wire.Prefetch(m)
 	e, err := prefetch.New(o.engine, f, o.planner)
 	require.NoError(t, err)
 	svc, err := New(o.server, f, e, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))

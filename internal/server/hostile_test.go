@@ -19,6 +19,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/origintest"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
@@ -37,11 +38,11 @@ type hostileRig struct {
 func newHostileRig(t *testing.T, o *origintest.Origin, cfg origin.Config) *hostileRig {
 	t.Helper()
 	m := metrics.New(prometheus.NewRegistry())
-	c, err := cache.New(cache.Config{}, m)
+	c, err := cache.New(cache.Config{}, wire.Cache(m))
 	require.NoError(t, err)
 	oc, err := origin.New(o.Start(t), cfg, m)
 	require.NoError(t, err)
-	f, err := fetch.New(fetch.Config{Metrics: m.FetchMetrics()}, oc, c)
+	f, err := fetch.New(fetch.Config{Metrics: wire.Fetch(m)}, oc, c)
 	require.NoError(t, err)
 	e, err := prefetch.New(modeOff, f, prefetch.Static{})
 	require.NoError(t, err)
