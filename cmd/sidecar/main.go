@@ -51,6 +51,7 @@ type options struct {
 	fields                                      string
 	server                                      server.Config
 	healthInterval, drainTimeout                time.Duration
+	readiness                                   server.ReadinessConfig
 	watch                                       bool
 	coherence                                   coherence.Config
 	logLevel                                    slog.Level
@@ -95,6 +96,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 16, "largest depth a request may ask for")
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 100000, "largest max_objects a request may ask for")
 	fs.DurationVar(&o.healthInterval, "health-interval", time.Second, "how often the origin's health is checked")
+	fs.Float64Var(&o.readiness.FailureRatio, "readiness-failure-ratio", 0.5, "the sidecar is not ready (grpc.health NOT_SERVING; liveness stays SERVING) when more than this share of its origin calls in a health interval failed (at least 3), when 3 in a row failed, or while the breaker is open; 1 = only the latter two")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
 	o.transport.register(fs)
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
@@ -278,11 +280,17 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		}()
 	}
 
+	// Ready while the origin says it is healthy and the sidecar's own calls
+	// to it work: an origin may answer SERVING while every read fails.
+	ready, err := watcher.readiness(o.readiness)
+	if err != nil {
+		return fmt.Errorf("readiness config: %w", err)
+	}
 	var wg sync.WaitGroup
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
 	wg.Go(func() { watcher.Run(wctx) })
-	wg.Go(func() { server.WatchOrigin(wctx, hs, watcher.Probe, o.healthInterval, log) })
+	wg.Go(func() { server.WatchOrigin(wctx, hs, ready, o.healthInterval, log) })
 
 	serveErr := make(chan error, len(lis))
 	for _, l := range lis {

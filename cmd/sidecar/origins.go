@@ -14,6 +14,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/coherence"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/origin"
+	"github.com/lookahead-dev/lookahead/internal/server"
 )
 
 // originRoute is one --origin: ids starting with prefix go to target; the
@@ -128,6 +129,7 @@ func (os *origins) Close() {
 // watching, change stream.
 type originWatch struct {
 	probers  []*coherence.Prober
+	clients  []*origin.Client
 	names    []string
 	watchers []*coherence.Watcher
 }
@@ -140,6 +142,7 @@ func (os *origins) follow(cfg coherence.Config, watch bool, inv coherence.Invali
 		rlog := log.With("origin", name)
 		ident := coherence.NewIdentity(r, m.OriginDatasetChanges.WithLabelValues(name), rlog)
 		ow.probers = append(ow.probers, coherence.NewProber(c, ident, rlog))
+		ow.clients = append(ow.clients, c)
 		ow.names = append(ow.names, name)
 		if watch {
 			wc := cfg
@@ -162,18 +165,30 @@ func (ow *originWatch) Trust() (bool, time.Duration) {
 	return trusted, beyond
 }
 
-// Probe is up when every route's origin is.
-func (ow *originWatch) Probe(ctx context.Context) error {
-	var errs []error
+// readiness returns the sidecar's readiness check: ready while every
+// route's origin is (its probe, and the sidecar's own calls to it: see
+// server.Readiness).
+func (ow *originWatch) readiness(cfg server.ReadinessConfig) (func(context.Context) error, error) {
+	checks := make([]*server.Readiness, len(ow.probers))
 	for i, p := range ow.probers {
-		if err := p.Probe(ctx); err != nil {
-			if len(ow.probers) == 1 {
-				return err
-			}
-			errs = append(errs, fmt.Errorf("origin %s: %w", ow.names[i], err))
+		r, err := server.NewReadiness(cfg, p.Probe, ow.clients[i])
+		if err != nil {
+			return nil, err
 		}
+		checks[i] = r
 	}
-	return errors.Join(errs...)
+	if len(checks) == 1 {
+		return checks[0].Check, nil
+	}
+	return func(ctx context.Context) error {
+		var errs []error
+		for i, r := range checks {
+			if err := r.Check(ctx); err != nil {
+				errs = append(errs, fmt.Errorf("origin %s: %w", ow.names[i], err))
+			}
+		}
+		return errors.Join(errs...)
+	}, nil
 }
 
 // Run follows every route's change stream until ctx ends.

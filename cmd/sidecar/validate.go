@@ -94,6 +94,9 @@ func (o *options) flagRules() error {
 		errs = append(errs, errors.New("-listen and -unix-socket are both empty: nothing to serve on"))
 	}
 	errs = append(errs, flagconf.ListenAddr("listen", o.listen), flagconf.ListenAddr("metrics-listen", o.metricsListen))
+	if r := o.readiness.FailureRatio; !(r > 0 && r <= 1) {
+		errs = append(errs, fmt.Errorf("-readiness-failure-ratio %v: must be above 0 and at most 1", r))
+	}
 	if len(o.origins.routes) == 0 {
 		errs = append(errs, errors.New("-origin is empty: want host:port or a gRPC target"))
 	}

@@ -55,6 +55,7 @@ type Client struct {
 	cfg     Config
 	retry   resilience.Retry
 	breaker *resilience.Breaker // nil when disabled
+	calls   callLog
 }
 
 // NewClient wraps a connection to an origin with the default Config.
@@ -145,11 +146,14 @@ func (c *Client) roundTrip(ctx context.Context, rpc string, f func(context.Conte
 	err := f(actx)
 	inFlight.Dec()
 	c.observe(rpc, start, err)
+	o := outcome(err)
+	if ours && ctx.Err() == nil && c.timedOut(actx, err, time.Since(start)) {
+		o = resilience.Failure // our timeout, not the caller's: the origin did not answer
+	}
+	if counted, ok := judge(err, o); counted {
+		c.calls.record(ok, err)
+	}
 	if c.breaker != nil {
-		o := outcome(err)
-		if ours && ctx.Err() == nil && c.timedOut(actx, err, time.Since(start)) {
-			o = resilience.Failure // our timeout, not the caller's: the origin did not answer
-		}
 		c.breaker.Record(ticket, o, err)
 	}
 	return err
@@ -206,6 +210,7 @@ func (c *Client) BatchGet(ctx context.Context, ids []string) (found []*graph.Obj
 	}
 	found, missing, err = c.checkBatch(ids, resp)
 	if err != nil {
+		c.calls.demote(err)
 		return nil, nil, fmt.Errorf("origin batch get: %w", err)
 	}
 	return found, missing, nil

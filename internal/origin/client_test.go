@@ -144,7 +144,10 @@ func TestTimeoutCutsAHungOriginAndCountsAgainstIt(t *testing.T) {
 	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "%v", err)
 	_, _, err = r.client.BatchGet(context.Background(), []string{"a"})
 	assert.ErrorIs(t, err, origin.ErrCircuitOpen, "an origin that does not answer counts as down")
-	assert.Equal(t, 1, r.fake.Calls("BatchGet"))
+	// One round trip (the fake may not have seen it before it was cut, on
+	// a loaded machine); the second call made none.
+	assert.Equal(t, 1.0, roundTrips(r.m, "BatchGet"))
+	assert.LessOrEqual(t, r.fake.Calls("BatchGet"), 1)
 }
 
 func TestInFlightFollowsRoundTrips(t *testing.T) {
