@@ -47,10 +47,11 @@ unit:
 clients: build
 	clients/test.sh
 
-## proto: regenerate api/proto Go code (pinned tools in tools/go.mod) and the Python stubs (pinned grpcio-tools)
+## proto: regenerate api/proto Go code (pinned tools in tools/go.mod), the Python stubs (pinned grpcio-tools) and the Node descriptor (pinned protobufjs)
 proto:
 	$(BUF) generate
 	clients/python/generate.sh
+	cd clients/node && npm ci --no-audit --no-fund --loglevel=error && node scripts/generate.js
 
 ## proto-check: fail when the committed generated code is stale
 proto-check:
