@@ -75,3 +75,14 @@ func (k collector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(d.bytes, prometheus.GaugeValue, float64(s.Bytes))
 	ch <- prometheus.MustNewConstMetric(d.objects, prometheus.GaugeValue, float64(s.Objects))
 }
+
+// NearConnected reports whether the near cache's channel to the sidecar is
+// up, so that reads may be answered in-process; false without a near cache.
+func (c *Client) NearConnected() bool {
+	if c.near == nil {
+		return false
+	}
+	c.near.mu.RLock()
+	defer c.near.mu.RUnlock()
+	return c.near.live
+}

@@ -24,8 +24,8 @@ import (
 )
 
 // nearRun sizes the near-cache history: LOOKAHEAD_NEAR_SECONDS of traffic
-// (default 2, as CI runs it) and at least LOOKAHEAD_NEAR_MIN_OPS operations
-// (default 10,000). The soak version: LOOKAHEAD_NEAR_SECONDS=30
+// (default 2, as CI runs it), longer if needed to record
+// LOOKAHEAD_NEAR_MIN_OPS operations (default 10,000). The soak version: LOOKAHEAD_NEAR_SECONDS=30
 // LOOKAHEAD_NEAR_MIN_OPS=100000.
 func nearRun() (time.Duration, int) {
 	secs, ops := 2, 10000
@@ -88,10 +88,16 @@ var _ = Describe("coherence with near caches", func() {
 			lastErr  atomic.Value
 			wg       sync.WaitGroup
 		)
-		record := func(o op) { mu.Lock(); history = append(history, o); mu.Unlock() }
+		var recorded atomic.Int64
+		record := func(o op) { mu.Lock(); history = append(history, o); mu.Unlock(); recorded.Add(1) }
+		// The run lasts its duration and until it has its operations (a
+		// slow machine takes longer), within a hard limit.
 		dur, minOps := nearRun()
-		stop := time.Now().Add(dur)
-		running := func() bool { return time.Now().Before(stop) }
+		stop, limit := time.Now().Add(dur), time.Now().Add(dur+2*time.Minute)
+		running := func() bool {
+			now := time.Now()
+			return now.Before(limit) && (now.Before(stop) || recorded.Load() < int64(minOps))
+		}
 		call := func() (context.Context, context.CancelFunc) {
 			return context.WithTimeout(context.Background(), 2*time.Second)
 		}
