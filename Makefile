@@ -8,7 +8,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -X github.com/lookahead-dev/lookahead/internal/buildinfo.version=$(VERSION) -X github.com/lookahead-dev/lookahead/internal/buildinfo.revision=$(REVISION)
 
-.PHONY: all build demo demo-postgres test check proto proto-check lint fmt-check vet unit clients clean k8s-check prometheus-e2e rules
+.PHONY: all build demo demo-postgres test check proto proto-check lint breaking fmt-check vet unit clients clean k8s-check prometheus-e2e rules
 
 all: build
 
