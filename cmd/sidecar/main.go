@@ -36,33 +36,34 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
-	"github.com/lookahead-dev/lookahead/internal/origin"
+	"github.com/lookahead-dev/lookahead/internal/near"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 	"github.com/lookahead-dev/lookahead/internal/server"
 	"github.com/lookahead-dev/lookahead/internal/tracing"
 )
 
 type options struct {
-	listen, unixSocket, metricsListen, originAddr, addrFile string
-	unixSocketMode                                          os.FileMode
-	cache                                                   cache.Config
-	fetch                                                   fetch.Config
-	sched                                                   prefetch.Config
-	planner                                                 prefetch.Static
-	fields                                                  string
-	server                                                  server.Config
-	healthInterval, drainTimeout                            time.Duration
-	readiness                                               server.ReadinessConfig
-	watch                                                   bool
-	coherence                                               coherence.Config
-	logLevel                                                slog.Level
-	transport                                               transportOptions // origin retries, breaker, limits; TLS
-	checkConfig, version                                    bool
-	pprof                                                   bool     // serve /debug/pprof/ beside /metrics
-	settings                                                []string // every setting as name=value, for --check-config
-	registry                                                registry // nil: a new prometheus.Registry; tests pass one that records
-	tracing                                                 tracing.Config
-	tracer                                                  *tracing.Tracing // nil: from tracing; tests pass one that records
+	listen, unixSocket, metricsListen, addrFile string
+	origins                                     originFlag
+	unixSocketMode                              os.FileMode
+	cache                                       cache.Config
+	fetch                                       fetch.Config
+	sched                                       prefetch.Config
+	planner                                     prefetch.Static
+	fields                                      string
+	server                                      server.Config
+	healthInterval, drainTimeout                time.Duration
+	readiness                                   server.ReadinessConfig
+	watch                                       bool
+	coherence                                   coherence.Config
+	logLevel                                    slog.Level
+	transport                                   transportOptions // origin retries, breaker, limits; TLS
+	checkConfig, version                        bool
+	pprof                                       bool     // serve /debug/pprof/ beside /metrics
+	settings                                    []string // every setting as name=value, for --check-config
+	registry                                    registry // nil: a new prometheus.Registry; tests pass one that records
+	tracing                                     tracing.Config
+	tracer                                      *tracing.Tracing // nil: from tracing; tests pass one that records
 }
 
 // registry is where run registers every collector, and what /metrics serves.
@@ -80,7 +81,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.Var((*fileMode)(&o.unixSocketMode), "unix-socket-mode", "permission bits of --unix-socket, in octal: who may connect (write permission is needed to connect)")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:7072", "HTTP address for /metrics; empty disables")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines: for diagnosing memory or CPU in production)")
-	fs.StringVar(&o.originAddr, "origin", "127.0.0.1:7071", "origin gRPC address (host:port or a grpc target such as unix:///path)")
+	o.origins.routes = []originRoute{{target: "127.0.0.1:7071"}}
+	fs.Var(&o.origins, "origin", "origin gRPC address (host:port or a grpc target such as unix:///path or dns:///host:port, whose addresses are replicas used round robin); give it once per origin as PREFIX=TARGET to route the ids starting with PREFIX there, a bare TARGET being the route of every other id")
 	fs.StringVar(&o.addrFile, "addr-file", "", "write the bound gRPC and metrics addresses to this file once listening")
 	o.cache.MainBytes = 256 << 20
 	o.cache.PrefetchBytes = 64 << 20
@@ -202,20 +204,18 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	defer tr.Stop(log)
 	o.server.Tracer = tr.Tracer("github.com/lookahead-dev/lookahead/internal/server")
-	cc, err := o.transport.dial(o.originAddr, tr.DialOptions()...)
+	o.transport.dialOptions = tr.DialOptions()
+	origs, err := o.transport.dialOrigins(o.origins.routes, m)
 	if err != nil {
-		return fmt.Errorf("origin %s: %w", o.originAddr, err)
+		return err
 	}
-	defer cc.Close()
-	oc, err := origin.New(cc, o.transport.client, m)
-	if err != nil {
-		return fmt.Errorf("origin client config: %w", err)
-	}
+	defer origs.Close()
+	oc := origs.api // one origin's client, or a router over several
 
 	// The watcher invalidates through the fetcher, whose trust check reads
 	// back from the watcher: the trust hook closes the loop, through a
 	// pointer set once both exist (nil: trust rests on TTLs).
-	var watching atomic.Pointer[coherence.Watcher]
+	var watching atomic.Pointer[originWatch]
 	o.fetch.Trust = func() (bool, time.Duration) {
 		if w := watching.Load(); w != nil {
 			return w.Trust()
@@ -230,10 +230,18 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if obs, ok := planner.(fetch.Observer); ok {
 		o.fetch.Observer = obs
 	}
-	f, err := fetch.New(o.fetch, oc, c)
+	// The near-cache hub hears of every write-side event and clear through
+	// nf, and, until the scheduler reports its predictions, of every object
+	// fetched from the origin.
+	hub, err := near.New(near.Config{MaxAge: o.cache.TTL}, reg)
+	if err != nil {
+		return fmt.Errorf("near config: %w", err)
+	}
+	f, err := fetch.New(o.fetch, hub.Fetching(oc), c)
 	if err != nil {
 		return fmt.Errorf("fetch config: %w", err)
 	}
+	nf := hub.Fetcher(f)
 	o.sched.Metrics = wire.Prefetch(m)
 	o.sched.TierBytes = c.PrefetchBytes()
 	sched, err := prefetch.New(o.sched, f, planner)
@@ -241,19 +249,15 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
 	defer sched.Close()
-	// A new dataset on the origin's address flushes through the fetcher.
-	ident := coherence.NewIdentity(coherence.ResetFunc(func(string) { f.Clear() }),
-		m.OriginDatasetChanges.WithLabelValues("default"), log)
-	var watcher *coherence.Watcher
-	if o.watch {
-		watcher = coherence.New(o.coherence, coherence.FromClient(oc), f, ident, m, log)
-		watching.Store(watcher)
-	}
+	// A new dataset on an origin's address flushes through the fetcher.
+	watcher := origs.follow(o.coherence, o.watch, nf, coherence.ResetFunc(func(string) { nf.Clear() }), m, log)
+	watching.Store(watcher)
 
-	svc, err := server.New(o.server, f, sched, oc, log)
+	svc, err := server.New(o.server, nf, sched, oc, log)
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
+	svc.EnableNear(hub)
 	// The request codec comes after the counting interceptors, so that a
 	// request that does not decode is counted with its INVALID_ARGUMENT.
 	gm := metrics.NewGRPCServer(reg)
@@ -320,30 +324,20 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 
 	// Ready while the origin says it is healthy and the sidecar's own calls
 	// to it work: an origin may answer SERVING while every read fails.
-	ready, err := server.NewReadiness(o.readiness, coherence.NewProber(oc, ident, log).Probe, oc)
+	ready, err := watcher.readiness(o.readiness)
 	if err != nil {
 		return fmt.Errorf("readiness config: %w", err)
 	}
 	var wg sync.WaitGroup
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
-	if watcher != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = watcher.Run(wctx)
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		server.WatchOrigin(wctx, hs, ready.Check, o.healthInterval, m, log)
-	}()
+	wg.Go(func() { watcher.Run(wctx) })
+	wg.Go(func() { server.WatchOrigin(wctx, hs, ready, o.healthInterval, m, log) })
 
 	serveErr := make(chan error, len(lis))
 	for _, l := range lis {
 		go func() { serveErr <- gs.Serve(l) }()
-		log.Info("serving", "addr", l.Addr().String(), "origin", o.originAddr, "metrics", metricsAddr)
+		log.Info("serving", "addr", l.Addr().String(), "origin", o.origins.String(), "metrics", metricsAddr)
 	}
 	if o.addrFile != "" {
 		if err := writeAddrs(o.addrFile, lis, metricsAddr); err != nil {

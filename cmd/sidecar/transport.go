@@ -24,7 +24,8 @@ type transportOptions struct {
 	serverFiles     tlsconfig.Server
 	originFiles     tlsconfig.Client
 
-	serverTLS, originTLS *tls.Config // loaded by finish; nil = plaintext
+	serverTLS, originTLS *tls.Config       // loaded by finish; nil = plaintext
+	dialOptions          []grpc.DialOption // added to the origin connections' own (tracing's)
 }
 
 func (t *transportOptions) register(fs *flag.FlagSet) {
@@ -116,9 +117,9 @@ func (t *transportOptions) watchTLS() (stop func(), err error) {
 	return func() { srv.Close(); cli.Close() }, nil
 }
 
-// dial connects to the origin at target, with extra options (tracing's).
-func (t *transportOptions) dial(target string, extra ...grpc.DialOption) (*grpc.ClientConn, error) {
-	return origin.Dial(target, origin.DialConfig{TLS: t.originTLS, MaxMessageBytes: int(t.maxMessageBytes), ReconnectMax: time.Second, Options: extra})
+// dial connects to the origin at target.
+func (t *transportOptions) dial(target string) (*grpc.ClientConn, error) {
+	return origin.Dial(target, origin.DialConfig{TLS: t.originTLS, MaxMessageBytes: int(t.maxMessageBytes), ReconnectMax: time.Second, Options: t.dialOptions})
 }
 
 // serverOptions are the gRPC server's message limits and credentials.

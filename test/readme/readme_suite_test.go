@@ -56,7 +56,7 @@ func examples() []string {
 	return strings.Split(strings.TrimSpace(block), "\n")
 }
 
-var wantCode = regexp.MustCompile(`#\s*Code:\s*(\w+)\s*$`)
+var wantCode = regexp.MustCompile(`#\s*Code:\s*(\w+)`)
 
 var _ = Describe("the README's grpcurl examples", func() {
 	It("cover every sidecar RPC, health and reflection", func() {
