@@ -8,7 +8,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -X github.com/lookahead-dev/lookahead/internal/buildinfo.version=$(VERSION) -X github.com/lookahead-dev/lookahead/internal/buildinfo.revision=$(REVISION)
 
-.PHONY: all build demo demo-postgres test check proto proto-check lint fmt-check vet unit clients clean k8s-check prometheus-e2e rules
+.PHONY: all build demo demo-postgres test check proto proto-check lint breaking fmt-check vet unit clients clean k8s-check prometheus-e2e rules
 
 all: build
 
@@ -25,15 +25,19 @@ demo-postgres: build
 	$(BIN)/demo-postgres --bin $(BIN)
 
 ## test: everything CI checks (formatting, vet, generated code, Go tests with -race, the Python/Node/Java clients)
-test: check unit clients
+test: check unit clients images-test
 
-check: fmt-check vet lint proto-check
+check: fmt-check vet lint breaking proto-check
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
 	$(GO) vet ./...
+
+## breaking: buf breaking of the API against main (on a branch) or the previous commit (on main); tools/buf-breaking.sh
+breaking:
+	tools/buf-breaking.sh
 
 ## lint: buf lint of the API
 lint:
@@ -85,3 +89,25 @@ bench: build
 bench-quick: build
 	$(GO) build -o $(BIN)/lookahead-bench ./bench/cmd/lookahead-bench
 	$(BIN)/lookahead-bench -mode quick -bin $(BIN) -out results -markdown BENCHMARKS.md
+
+.PHONY: images images-test
+
+IMAGE_REPO ?= localhost/lookahead
+IMAGE_TAG  ?= dev
+OCIIMAGE   := cd tools && $(GO) run ./ociimage -arch $$($(GO) env GOARCH)
+
+## images: sidecar, origin and example-app as OCI image tarballs in bin/ (*.oci.tar), built without a container engine or base image (deploy/README.md)
+images:
+	@mkdir -p $(BIN)/image
+	GOOS=linux CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/ ./cmd/sidecar ./cmd/origin ./examples/app
+	$(OCIIMAGE) -binary $(abspath $(BIN))/image/sidecar -ref $(IMAGE_REPO)/sidecar:$(IMAGE_TAG) -out $(abspath $(BIN))/sidecar.oci.tar \
+	  -expose 7070,7072 -cmd '--listen=0.0.0.0:7070 --metrics-listen=0.0.0.0:7072'
+	$(OCIIMAGE) -binary $(abspath $(BIN))/image/origin -ref $(IMAGE_REPO)/origin:$(IMAGE_TAG) -out $(abspath $(BIN))/origin.oci.tar \
+	  -expose 7071,7073 -cmd '--listen=0.0.0.0:7071 --metrics-listen=0.0.0.0:7073 --data=/data'
+	$(OCIIMAGE) -binary $(abspath $(BIN))/image/app -ref $(IMAGE_REPO)/example-app:$(IMAGE_TAG) -out $(abspath $(BIN))/example-app.oci.tar \
+	  -expose 8080
+
+## images-test: build the images and check their contents (entrypoint, non-root user, static binary, digests)
+images-test: images
+	cd tools && LOOKAHEAD_IMAGES=$(abspath $(BIN))/sidecar.oci.tar=sidecar,$(abspath $(BIN))/origin.oci.tar=origin,$(abspath $(BIN))/example-app.oci.tar=app \
+	  $(GO) test -count=1 ./ociimage
