@@ -21,6 +21,7 @@ import (
 	"github.com/lookahead-dev/lookahead"
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/launch"
+	"github.com/lookahead-dev/lookahead/internal/scrape"
 	"github.com/lookahead-dev/lookahead/internal/store/postgres/pgtest"
 	"github.com/lookahead-dev/lookahead/internal/store/postgres/shop"
 )
@@ -78,19 +79,27 @@ func start(ctx context.Context, name string, args ...string) *launch.Process {
 
 // stack is an origin over a fresh shop database and a sidecar in front.
 type stack struct {
-	url string
-	c   *lookahead.Client
+	url, mapping string
+	origin       *launch.Process
+	sidecar      *launch.Process
+	c            *lookahead.Client
 }
 
 func newStack(ctx context.Context) *stack {
-	url, mapping := shopDB(ctx)
-	o := start(ctx, "origin", "--listen", "127.0.0.1:0", "--metrics-listen", "", "--store", url, "--mapping", mapping)
-	s := start(ctx, "sidecar", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--origin", o.GRPC,
+	s := &stack{}
+	s.url, s.mapping = shopDB(ctx)
+	s.origin = s.startOrigin(ctx, "127.0.0.1:0")
+	sc := start(ctx, "sidecar", "--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0", "--origin", s.origin.GRPC,
 		"--health-interval", "50ms", "--watch-grace", "1s")
-	c, err := lookahead.Dial(s.GRPC)
+	c, err := lookahead.Dial(sc.GRPC)
 	Expect(err).NotTo(HaveOccurred())
 	DeferCleanup(c.Close)
-	return &stack{url: url, c: c}
+	s.c, s.sidecar = c, sc
+	return s
+}
+
+func (s *stack) startOrigin(ctx context.Context, listen string) *launch.Process {
+	return start(ctx, "origin", "--listen", listen, "--metrics-listen", "", "--store", s.url, "--mapping", s.mapping)
 }
 
 func (s *stack) exec(ctx context.Context, sql string) {
@@ -141,5 +150,33 @@ var _ = Describe("the PostgreSQL origin behind a sidecar", func() {
 			_, _, err := s.c.Get(ctx, "customers/2", nil)
 			return err
 		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed())
+	}, SpecTimeout(3*time.Minute))
+
+	It("resets the sidecar when it resumes from a revision the change log compacted away", func(ctx SpecContext) {
+		s := newStack(ctx)
+		obj, _, err := s.c.Get(ctx, "customers/3", nil)
+		Expect(err).NotTo(HaveOccurred())
+		Expect(obj.GetVersion()).To(BeEquivalentTo(1))
+		s.exec(ctx, "UPDATE products SET price_cents = 1 WHERE id = 1") // revision 1, which the sidecar applies
+		Eventually(func(g Gomega) float64 {
+			m, err := scrape.Fetch(ctx, s.sidecar.MetricsURL())
+			g.Expect(err).NotTo(HaveOccurred())
+			return m.Sum("lookahead_watch_changes_total")
+		}).WithContext(ctx).Should(BeNumerically(">=", 1))
+
+		// The origin goes away; meanwhile customer 3 changes and the change
+		// log is compacted past it, so the change can never be delivered.
+		addr := s.origin.GRPC
+		Expect(s.origin.Stop(10 * time.Second)).To(Succeed())
+		s.exec(ctx, "UPDATE customers SET name = 'Moved' WHERE id = 3")
+		s.exec(ctx, "SELECT lookahead.compact(1000)")
+		s.startOrigin(ctx, addr)
+
+		Eventually(func(g Gomega) {
+			obj, _, err := s.c.Get(ctx, "customers/3", nil)
+			g.Expect(err).NotTo(HaveOccurred())
+			g.Expect(obj.GetVersion()).To(BeEquivalentTo(2))
+			g.Expect(string(obj.GetPayload())).To(ContainSubstring("Moved"))
+		}).WithContext(ctx).WithTimeout(time.Minute).Should(Succeed(), "OUT_OF_RANGE on resume cleared the stale copy")
 	}, SpecTimeout(3*time.Minute))
 })
