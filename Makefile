@@ -25,7 +25,7 @@ demo-postgres: build
 	$(BIN)/demo-postgres --bin $(BIN)
 
 ## test: everything CI checks (formatting, vet, generated code, Go tests with -race, the Python/Node/Java clients)
-test: check unit clients
+test: check unit clients images-test
 
 check: fmt-check vet lint proto-check
 
@@ -47,10 +47,11 @@ unit:
 clients: build
 	clients/test.sh
 
-## proto: regenerate api/proto Go code (pinned tools in tools/go.mod) and the Python stubs (pinned grpcio-tools)
+## proto: regenerate api/proto Go code (pinned tools in tools/go.mod), the Python stubs (pinned grpcio-tools) and the Node descriptor (pinned protobufjs)
 proto:
 	$(BUF) generate
 	clients/python/generate.sh
+	cd clients/node && npm ci --no-audit --no-fund --loglevel=error && node scripts/generate.js
 
 ## proto-check: fail when the committed generated code is stale
 proto-check:
@@ -84,3 +85,25 @@ bench: build
 bench-quick: build
 	$(GO) build -o $(BIN)/lookahead-bench ./bench/cmd/lookahead-bench
 	$(BIN)/lookahead-bench -mode quick -bin $(BIN) -out results -markdown BENCHMARKS.md
+
+.PHONY: images images-test
+
+IMAGE_REPO ?= localhost/lookahead
+IMAGE_TAG  ?= dev
+OCIIMAGE   := cd tools && $(GO) run ./ociimage -arch $$($(GO) env GOARCH)
+
+## images: sidecar, origin and example-app as OCI image tarballs in bin/ (*.oci.tar), built without a container engine or base image (deploy/README.md)
+images:
+	@mkdir -p $(BIN)/image
+	GOOS=linux CGO_ENABLED=0 $(GO) build -trimpath -ldflags "-s -w $(LDFLAGS)" -o $(BIN)/image/ ./cmd/sidecar ./cmd/origin ./examples/app
+	$(OCIIMAGE) -binary $(abspath $(BIN))/image/sidecar -ref $(IMAGE_REPO)/sidecar:$(IMAGE_TAG) -out $(abspath $(BIN))/sidecar.oci.tar \
+	  -expose 7070,7072 -cmd '--listen=0.0.0.0:7070 --metrics-listen=0.0.0.0:7072'
+	$(OCIIMAGE) -binary $(abspath $(BIN))/image/origin -ref $(IMAGE_REPO)/origin:$(IMAGE_TAG) -out $(abspath $(BIN))/origin.oci.tar \
+	  -expose 7071,7073 -cmd '--listen=0.0.0.0:7071 --metrics-listen=0.0.0.0:7073 --data=/data'
+	$(OCIIMAGE) -binary $(abspath $(BIN))/image/app -ref $(IMAGE_REPO)/example-app:$(IMAGE_TAG) -out $(abspath $(BIN))/example-app.oci.tar \
+	  -expose 8080
+
+## images-test: build the images and check their contents (entrypoint, non-root user, static binary, digests)
+images-test: images
+	cd tools && LOOKAHEAD_IMAGES=$(abspath $(BIN))/sidecar.oci.tar=sidecar,$(abspath $(BIN))/origin.oci.tar=origin,$(abspath $(BIN))/example-app.oci.tar=app \
+	  $(GO) test -count=1 ./ociimage

@@ -44,6 +44,10 @@ test_python() {
 test_node() {
   cd "$clients/node" || return 1
   npm ci --no-audit --no-fund --loglevel=error || return 1
+  # The shipped API descriptor must match api/proto, and the TypeScript
+  # example must type-check against the shipped .d.ts.
+  node scripts/generate.js --check || return 1
+  npm run --silent typecheck || return 1
   npm test --silent
 }
 

@@ -36,29 +36,29 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
-	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 	"github.com/lookahead-dev/lookahead/internal/server"
 )
 
 type options struct {
-	listen, unixSocket, metricsListen, originAddr, addrFile string
-	unixSocketMode                                          os.FileMode
-	cache                                                   cache.Config
-	fetch                                                   fetch.Config
-	sched                                                   prefetch.Config
-	planner                                                 prefetch.Static
-	fields                                                  string
-	server                                                  server.Config
-	healthInterval, drainTimeout                            time.Duration
-	readiness                                               server.ReadinessConfig
-	watch                                                   bool
-	coherence                                               coherence.Config
-	logLevel                                                slog.Level
-	transport                                               transportOptions // origin retries, breaker, limits; TLS
-	checkConfig, version                                    bool
-	pprof                                                   bool     // serve /debug/pprof/ beside /metrics
-	settings                                                []string // every setting as name=value, for --check-config
+	listen, unixSocket, metricsListen, addrFile string
+	origins                                     originFlag
+	unixSocketMode                              os.FileMode
+	cache                                       cache.Config
+	fetch                                       fetch.Config
+	sched                                       prefetch.Config
+	planner                                     prefetch.Static
+	fields                                      string
+	server                                      server.Config
+	healthInterval, drainTimeout                time.Duration
+	readiness                                   server.ReadinessConfig
+	watch                                       bool
+	coherence                                   coherence.Config
+	logLevel                                    slog.Level
+	transport                                   transportOptions // origin retries, breaker, limits; TLS
+	checkConfig, version                        bool
+	pprof                                       bool     // serve /debug/pprof/ beside /metrics
+	settings                                    []string // every setting as name=value, for --check-config
 }
 
 func parseFlags(args []string) (*options, error) {
@@ -70,7 +70,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.Var((*fileMode)(&o.unixSocketMode), "unix-socket-mode", "permission bits of --unix-socket, in octal: who may connect (write permission is needed to connect)")
 	fs.StringVar(&o.metricsListen, "metrics-listen", "127.0.0.1:7072", "HTTP address for /metrics; empty disables")
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines: for diagnosing memory or CPU in production)")
-	fs.StringVar(&o.originAddr, "origin", "127.0.0.1:7071", "origin gRPC address (host:port or a grpc target such as unix:///path)")
+	o.origins.routes = []originRoute{{target: "127.0.0.1:7071"}}
+	fs.Var(&o.origins, "origin", "origin gRPC address (host:port or a grpc target such as unix:///path or dns:///host:port, whose addresses are replicas used round robin); give it once per origin as PREFIX=TARGET to route the ids starting with PREFIX there, a bare TARGET being the route of every other id")
 	fs.StringVar(&o.addrFile, "addr-file", "", "write the bound gRPC and metrics addresses to this file once listening")
 	o.cache.MainBytes = 256 << 20
 	o.cache.PrefetchBytes = 64 << 20
@@ -179,20 +180,17 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	defer c.Close()
 	metrics.RegisterCacheSize(reg, wire.CacheSizes(c.Stats))
 
-	cc, err := o.transport.dial(o.originAddr)
+	origs, err := o.transport.dialOrigins(o.origins.routes, m)
 	if err != nil {
-		return fmt.Errorf("origin %s: %w", o.originAddr, err)
+		return err
 	}
-	defer cc.Close()
-	oc, err := origin.New(cc, o.transport.client, m)
-	if err != nil {
-		return fmt.Errorf("origin client config: %w", err)
-	}
+	defer origs.Close()
+	oc := origs.api // one origin's client, or a router over several
 
 	// The watcher invalidates through the fetcher, whose trust check reads
 	// back from the watcher: the trust hook closes the loop, through a
 	// pointer set once both exist (nil: trust rests on TTLs).
-	var watching atomic.Pointer[coherence.Watcher]
+	var watching atomic.Pointer[originWatch]
 	o.fetch.Trust = func() (bool, time.Duration) {
 		if w := watching.Load(); w != nil {
 			return w.Trust()
@@ -218,14 +216,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
 	defer sched.Close()
-	// A new dataset on the origin's address flushes through the fetcher.
-	ident := coherence.NewIdentity(coherence.ResetFunc(func(string) { f.Clear() }),
-		m.OriginDatasetChanges.WithLabelValues("default"), log)
-	var watcher *coherence.Watcher
-	if o.watch {
-		watcher = coherence.New(o.coherence, coherence.FromClient(oc), f, ident, m, log)
-		watching.Store(watcher)
-	}
+	// A new dataset on an origin's address flushes through the fetcher.
+	watcher := origs.follow(o.coherence, o.watch, f, coherence.ResetFunc(func(string) { f.Clear() }), m, log)
+	watching.Store(watcher)
 
 	svc, err := server.New(o.server, f, sched, oc, log)
 	if err != nil {
@@ -294,30 +287,20 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 
 	// Ready while the origin says it is healthy and the sidecar's own calls
 	// to it work: an origin may answer SERVING while every read fails.
-	ready, err := server.NewReadiness(o.readiness, coherence.NewProber(oc, ident, log).Probe, oc)
+	ready, err := watcher.readiness(o.readiness)
 	if err != nil {
 		return fmt.Errorf("readiness config: %w", err)
 	}
 	var wg sync.WaitGroup
 	wctx, cancelWatch := context.WithCancel(ctx)
 	defer cancelWatch()
-	if watcher != nil {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			_ = watcher.Run(wctx)
-		}()
-	}
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		server.WatchOrigin(wctx, hs, ready.Check, o.healthInterval, log)
-	}()
+	wg.Go(func() { watcher.Run(wctx) })
+	wg.Go(func() { server.WatchOrigin(wctx, hs, ready, o.healthInterval, log) })
 
 	serveErr := make(chan error, len(lis))
 	for _, l := range lis {
 		go func() { serveErr <- gs.Serve(l) }()
-		log.Info("serving", "addr", l.Addr().String(), "origin", o.originAddr, "metrics", metricsAddr)
+		log.Info("serving", "addr", l.Addr().String(), "origin", o.origins.String(), "metrics", metricsAddr)
 	}
 	if o.addrFile != "" {
 		if err := writeAddrs(o.addrFile, lis, metricsAddr); err != nil {

@@ -97,7 +97,7 @@ func (o *options) flagRules() error {
 	if r := o.readiness.FailureRatio; !(r > 0 && r <= 1) {
 		errs = append(errs, fmt.Errorf("-readiness-failure-ratio %v: must be above 0 and at most 1", r))
 	}
-	if o.originAddr == "" {
+	if len(o.origins.routes) == 0 {
 		errs = append(errs, errors.New("-origin is empty: want host:port or a gRPC target"))
 	}
 	return errors.Join(errs...)

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,9 +50,9 @@ type overlay struct {
 var overlays = []overlay{
 	{name: "base", dir: "base", appReplicas: 1, cacheBytes: "256MiB", logLevel: "info", sidecarImage: "lookahead-sidecar"},
 	{name: "dev", dir: "overlays/dev", namespace: "lookahead-dev", appReplicas: 1, cacheBytes: "64MiB", logLevel: "debug",
-		sidecarImage: "lookahead/sidecar:dev", restrictedNSPSA: true},
+		sidecarImage: "localhost/lookahead/sidecar:dev", restrictedNSPSA: true},
 	{name: "prod", dir: "overlays/prod", namespace: "lookahead", appReplicas: 3, cacheBytes: "1GiB", logLevel: "info",
-		sidecarImage: "ghcr.io/lookahead-dev/lookahead-sidecar:v0.1.0", monitoring: true, pinnedImages: true, restrictedNSPSA: true},
+		sidecarImage: "registry.invalid/lookahead/sidecar:v0.1.0", monitoring: true, pinnedImages: true, restrictedNSPSA: true},
 }
 
 // sidecarConfig is the rendered sidecar of one pod template and its settings.
@@ -236,7 +237,11 @@ func TestOverlays(t *testing.T) {
 				for name, d := range r.Deployments {
 					pod := d.Spec.Template.Spec
 					for _, c := range append(append([]corev1.Container{}, pod.InitContainers...), pod.Containers...) {
-						if !o.pinnedImages || c.Image == "example-app" {
+						if o.name != "base" {
+							assert.Regexp(t, `^(localhost|registry\.invalid)/lookahead/(sidecar|origin|example-app)[:@]`, c.Image,
+								"%s/%s: one of the images make images builds (IMAGE_REPO/{sidecar,origin,example-app})", name, c.Name)
+						}
+						if !o.pinnedImages {
 							continue
 						}
 						assert.Regexp(t, `(:[\w][\w.-]*|@sha256:[0-9a-f]{64})$`, c.Image, "%s/%s: pin a tag or digest", name, c.Name)
@@ -530,4 +535,20 @@ func names(cs []corev1.Container) []string {
 		out = append(out, c.Name)
 	}
 	return out
+}
+
+// TestDevImagesAreWhatMakeImagesBuilds ties the dev overlay's image names to
+// the Makefile's IMAGE_REPO and IMAGE_TAG defaults, which name the tarballs.
+func TestDevImagesAreWhatMakeImagesBuilds(t *testing.T) {
+	mk, err := os.ReadFile("../../Makefile")
+	require.NoError(t, err)
+	repo := regexp.MustCompile(`(?m)^IMAGE_REPO\s*\?=\s*(\S+)$`).FindSubmatch(mk)
+	tag := regexp.MustCompile(`(?m)^IMAGE_TAG\s*\?=\s*(\S+)$`).FindSubmatch(mk)
+	require.NotNil(t, repo, "IMAGE_REPO ?= in the Makefile")
+	require.NotNil(t, tag, "IMAGE_TAG ?= in the Makefile")
+	kust, err := os.ReadFile("overlays/dev/kustomization.yaml")
+	require.NoError(t, err)
+	for _, image := range []string{"sidecar", "origin", "example-app"} {
+		assert.Contains(t, string(kust), "newName: "+string(repo[1])+"/"+image+"\n  newTag: "+string(tag[1])+"\n")
+	}
 }

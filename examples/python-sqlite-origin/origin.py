@@ -1,7 +1,7 @@
 """A lookahead origin over SQLite, in Python: the OriginService contract of
 docs/origin.md in one file. Run it with the stubs of clients/python:
 
-    python origin.py --db shop.sqlite --listen 127.0.0.1:7072
+    python origin.py --db shop.sqlite --listen 127.0.0.1:7071
 """
 import argparse
 import json
@@ -226,7 +226,7 @@ class errors:
 
 def main():
     p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--listen", default="127.0.0.1:7072", help="gRPC address; port 0 picks a free one")
+    p.add_argument("--listen", default="127.0.0.1:7071", help="gRPC address; port 0 picks a free one")
     p.add_argument("--db", default="origin.sqlite", help="SQLite file, created if needed")
     p.add_argument("--addr-file", help='once serving, write "grpc ADDR" to this file')
     p.add_argument("--max-ids", type=int, default=10000, help="ids per BatchGet, roots and known ids per Expand")

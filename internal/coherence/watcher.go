@@ -64,6 +64,9 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
+	// Route names the origin in the per-route metrics' origin label;
+	// default metrics.DefaultRoute.
+	Route string
 }
 
 func (c *Config) setDefaults() {
@@ -78,6 +81,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Now == nil {
 		c.Now = time.Now
+	}
+	if c.Route == "" {
+		c.Route = metrics.DefaultRoute
 	}
 }
 
@@ -256,13 +262,15 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 	}
 	w.mu.Unlock()
 	w.setUp(true)
-	w.m.WatchConnected.Set(1)
+	w.m.WatchConnected.Inc() // the number of origins' streams up
+	w.m.WatchRouteConnected.WithLabelValues(w.cfg.Route).Set(1)
 	if reconnect {
 		w.m.WatchReconnects.Inc()
 	}
 	defer func() {
 		w.setUp(false)
-		w.m.WatchConnected.Set(0)
+		w.m.WatchConnected.Dec()
+		w.m.WatchRouteConnected.WithLabelValues(w.cfg.Route).Set(0)
 	}()
 	for {
 		changes, err := st.Recv()

@@ -54,13 +54,18 @@ type Set struct {
 	// Coherence.
 	StaleFills      prometheus.Counter     // fills refused: older than a change the origin announced
 	StaleServed     *prometheus.CounterVec // reason: revalidate, error
-	WatchConnected  prometheus.Gauge       // 1 while the origin's change stream is up
+	WatchConnected  prometheus.Gauge       // origins whose change stream is up (0 or 1 with one origin)
 	WatchChanges    prometheus.Counter     // changes applied from the stream
 	WatchReconnects prometheus.Counter     // times the stream was re-established
 	// OriginDatasetChanges counts the times an origin reported another
 	// dataset identity than before, each of which flushed the cache; label
 	// origin is the route name ("default" for a single origin).
 	OriginDatasetChanges *prometheus.CounterVec
+
+	// Per origin route (see routes.go).
+	OriginRouteRoundTrips   *prometheus.CounterVec // origin, rpc, code
+	OriginRouteBreakerState *prometheus.GaugeVec   // origin
+	WatchRouteConnected     *prometheus.GaugeVec   // origin
 
 	// Origin resilience (see resilience.go).
 	OriginRetries           *prometheus.CounterVec // rpc
@@ -172,7 +177,7 @@ func New(reg prometheus.Registerer) *Set {
 		}, []string{"reason"}),
 		WatchConnected: prometheus.NewGauge(prometheus.GaugeOpts{
 			Namespace: namespace, Name: "watch_connected",
-			Help: "1 while the origin's change stream is established, else 0.",
+			Help: "Origin change streams established: 1 while the origin's is, else 0 (with several origins, how many are up).",
 		}),
 		WatchChanges: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: namespace, Name: "watch_changes_total",
@@ -193,6 +198,7 @@ func New(reg prometheus.Registerer) *Set {
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
 		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchClamped, s.PrefetchDepth)
 	s.newResilience(reg)
+	s.newRoutes(reg)
 	return s
 }
 

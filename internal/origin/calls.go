@@ -15,7 +15,7 @@ import (
 
 // CallStats counts the round trips that judged the origin, since the
 // client was made: those it answered well and those that failed for its
-// sake (UNAVAILABLE, an origin-side error such as INTERNAL, no answer
+// sake (UNAVAILABLE, INTERNAL, UNKNOWN or DATA_LOSS, no answer
 // within Config.Timeout, a malformed or incomplete reply). Answers such
 // as NOT_FOUND count as good; the caller's own deadlines and cancellations
 // count as neither.
@@ -67,7 +67,7 @@ func judge(err error, o resilience.Outcome) (counted, ok bool) {
 	}
 	if st, fromOrigin := status.FromError(err); fromOrigin { // not an error of the caller's own fn
 		switch st.Code() {
-		case codes.Internal, codes.Unknown, codes.DataLoss, codes.ResourceExhausted:
+		case codes.Internal, codes.Unknown, codes.DataLoss: // not RESOURCE_EXHAUSTED: an origin may shed speculative calls with it
 			return true, false
 		}
 	}

@@ -83,7 +83,10 @@ func New(cc grpc.ClientConnInterface, cfg Config, m *metrics.Set) (*Client, erro
 	if cfg.BreakerFailures > 0 {
 		b, err := resilience.NewBreaker(resilience.BreakerConfig{
 			Failures: cfg.BreakerFailures, Cooldown: cfg.BreakerCooldown, Clock: cfg.Clock,
-			OnState: func(s resilience.State) { m.OriginBreakerState.Set(float64(s)) },
+			OnState: func(s resilience.State) {
+				m.OriginBreakerState.Set(float64(s))
+				m.OriginRouteBreakerState.WithLabelValues(cfg.Route).Set(float64(s))
+			},
 		})
 		if err != nil {
 			return nil, err
@@ -94,7 +97,9 @@ func New(cc grpc.ClientConnInterface, cfg Config, m *metrics.Set) (*Client, erro
 }
 
 func (c *Client) observe(rpc string, start time.Time, err error) {
-	c.m.OriginRoundTrips.WithLabelValues(rpc, status.Code(err).String()).Inc()
+	code := status.Code(err).String()
+	c.m.OriginRoundTrips.WithLabelValues(rpc, code).Inc()
+	c.m.OriginRouteRoundTrips.WithLabelValues(c.cfg.Route, rpc, code).Inc()
 	c.m.OriginDuration.WithLabelValues(rpc).Observe(time.Since(start).Seconds())
 }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/resilience"
 )
 
@@ -54,6 +55,9 @@ type Config struct {
 	Timeout time.Duration
 	// Clock times backoffs and cool-downs; nil = the system clock.
 	Clock resilience.Clock
+	// Route names this origin in the origin label of the per-route
+	// metrics; default metrics.DefaultRoute.
+	Route string
 }
 
 func (c *Config) setDefaults() {
@@ -79,6 +83,9 @@ func (c *Config) setDefaults() {
 	def(&c.MaxMessageBytes, DefaultMaxMessageBytes)
 	if c.Clock == nil {
 		c.Clock = resilience.SystemClock{}
+	}
+	if c.Route == "" {
+		c.Route = metrics.DefaultRoute
 	}
 }
 

@@ -30,8 +30,10 @@ type DialConfig struct {
 const DefaultMaxMessageBytes = 64 << 20
 
 // Dial creates the connection to the origin at target (host:port or a grpc
-// target such as unix:///path). Like grpc.NewClient it does no I/O: the
-// connection is made by the first call.
+// target such as unix:///path or dns:///host:port). Calls are spread round
+// robin over the addresses the target resolves to, the origin's replicas.
+// Like grpc.NewClient it does no I/O: the connection is made by the first
+// call.
 func Dial(target string, cfg DialConfig) (*grpc.ClientConn, error) {
 	if cfg.MaxMessageBytes == 0 {
 		cfg.MaxMessageBytes = DefaultMaxMessageBytes
@@ -53,6 +55,10 @@ func Dial(target string, cfg DialConfig) (*grpc.ClientConn, error) {
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes)),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
+		// Every address the target resolves to is a replica: spread calls
+		// over those that are up. A call cut by a replica going away fails
+		// UNAVAILABLE, and the read's retry goes to another.
+		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
 	)
 	if err != nil {
 		return nil, fmt.Errorf("origin dial %s: %w", target, err)

@@ -186,14 +186,14 @@ func (s *Store) GetEncoded(ids []string) (found [][]byte, missing []string, err 
 	seen := make(map[string]struct{}, len(ids))
 	found = make([][]byte, 0, len(ids))
 	err = s.view(func(tx *bolt.Tx) error {
-		c := tx.Bucket(bucketObjects).Cursor()
+		r := cursorReader{c: tx.Bucket(bucketObjects).Cursor()}
 		for _, id := range ids {
 			if _, dup := seen[id]; dup {
 				continue
 			}
 			seen[id] = struct{}{}
-			k, v := c.Seek([]byte(id))
-			if k == nil || string(k) != id {
+			v := r.get(id)
+			if v == nil {
 				missing = append(missing, id)
 				continue
 			}
@@ -206,6 +206,42 @@ func (s *Store) GetEncoded(ids []string) (found [][]byte, missing []string, err 
 		return nil, nil, fmt.Errorf("reading objects: %w", err)
 	}
 	return found, missing, nil
+}
+
+// cursorReader looks ids up with one cursor. Ids asked for in ascending
+// order, as a level of related ids often is, are mostly reached by stepping
+// forward a key or two rather than by a seek from the root.
+type cursorReader struct {
+	c    *bolt.Cursor
+	prev string // the last id asked for
+	k, v []byte // the cursor's position: the smallest key >= prev
+	used bool
+}
+
+// maxSteps is how far get steps forward before it seeks instead.
+const maxSteps = 2
+
+// get returns the value of id, nil when there is none.
+func (r *cursorReader) get(id string) []byte {
+	switch {
+	case !r.used || id <= r.prev:
+		r.k, r.v = r.c.Seek([]byte(id))
+	default:
+		// No key lies between prev and k: when k >= id, k is the smallest
+		// key >= id.
+		for step := 0; r.k != nil && string(r.k) < id; step++ {
+			if step == maxSteps {
+				r.k, r.v = r.c.Seek([]byte(id))
+				break
+			}
+			r.k, r.v = r.c.Next()
+		}
+	}
+	r.used, r.prev = true, id
+	if r.k == nil || string(r.k) != id {
+		return nil
+	}
+	return r.v
 }
 
 // view runs fn in a read transaction.

@@ -76,6 +76,9 @@ func TestGet(t *testing.T) {
 		{name: "duplicates once", ids: []string{"b", "b", "x", "a", "x", "b"}, wantFound: []string{"b", "a"}, wantMissing: []string{"x"}},
 		{name: "all missing", ids: []string{"p", "q"}, wantMissing: []string{"p", "q"}},
 		{name: "between and after stored ids", ids: []string{"bb", "b", "zzz", "bz"}, wantFound: []string{"b", "bz"}, wantMissing: []string{"bb", "zzz"}},
+		{name: "ascending with gaps", ids: []string{"a", "aa", "b", "bb", "bz", "c", "d"}, wantFound: []string{"a", "b", "bz", "c"}, wantMissing: []string{"aa", "bb", "d"}},
+		{name: "ascending past the end, then back", ids: []string{"c", "d", "e", "a", "bz"}, wantFound: []string{"c", "a", "bz"}, wantMissing: []string{"d", "e"}},
+		{name: "ascending, far apart", ids: []string{"0", "a", "c"}, wantFound: []string{"a", "c"}, wantMissing: []string{"0"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

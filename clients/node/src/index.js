@@ -1,16 +1,11 @@
 'use strict';
 // Node.js client for a lookahead sidecar: the SidecarService stub that
-// @grpc/proto-loader builds at load time from api/proto, and a thin
-// Promise / async-iterator wrapper over it.
+// @grpc/proto-loader builds at load time from lookahead.json (the API's
+// descriptor, generated from api/proto by scripts/generate.js and shipped in
+// the package), and a thin Promise / async-iterator wrapper over it.
 
-const path = require('node:path');
 const grpc = require('@grpc/grpc-js');
 const protoLoader = require('@grpc/proto-loader');
-
-// The .proto files are read from the repository at run time, so there is no
-// generated code to go stale. LOOKAHEAD_PROTO_DIR points elsewhere (e.g. a
-// copy shipped beside an installed package).
-const PROTO_DIR = process.env.LOOKAHEAD_PROTO_DIR || path.resolve(__dirname, '..', '..', '..', 'api', 'proto');
 
 // Loader options, part of the API: fields in lowerCamelCase (missingIds,
 // maxObjects), enums as their names ('CACHE_STATUS_HIT'), uint64 (version)
@@ -18,10 +13,7 @@ const PROTO_DIR = process.env.LOOKAHEAD_PROTO_DIR || path.resolve(__dirname, '..
 // defaults filled in (an object without refs has refs: []).
 const LOADER_OPTIONS = { keepCase: false, longs: String, enums: String, bytes: Buffer, defaults: true, oneofs: true };
 
-const packageDefinition = protoLoader.loadSync(
-  ['lookahead/v1/object.proto', 'lookahead/v1/sidecar.proto', 'lookahead/v1/origin.proto'],
-  { ...LOADER_OPTIONS, includeDirs: [PROTO_DIR] },
-);
+const packageDefinition = protoLoader.fromJSON(require('./lookahead.json'), LOADER_OPTIONS);
 /** The lookahead.v1 package: SidecarService, OriginService and message types. */
 const lookaheadV1 = grpc.loadPackageDefinition(packageDefinition).lookahead.v1;
 
@@ -161,4 +153,4 @@ class LookaheadClient {
   }
 }
 
-module.exports = { LookaheadClient, GraphStream, CacheStatus, lookaheadV1, grpc, status: grpc.status, PROTO_DIR, LOADER_OPTIONS };
+module.exports = { LookaheadClient, GraphStream, CacheStatus, lookaheadV1, grpc, status: grpc.status, LOADER_OPTIONS };

@@ -65,9 +65,11 @@ class Process {
   }
 }
 
-/** Runs binary with --addr-file and resolves once it has written its addresses. */
-async function start(binary, args, workdir) {
-  const name = path.basename(binary);
+/**
+ * Runs binary with --addr-file and resolves once it has written its
+ * addresses; name (the binary's by default) names its files in workdir.
+ */
+async function start(binary, args, workdir, name = path.basename(binary)) {
   const addrFile = path.join(workdir, `${name}.addr`);
   const logFile = path.join(workdir, `${name}.log`);
   const log = fs.openSync(logFile, 'w');
@@ -193,6 +195,14 @@ async function startStack() {
     procs.push(stack.sidecar);
     await waitServing(stack.sidecar);
     stack.target = stack.sidecar.grpc;
+    // A second sidecar whose copies go stale after 100 ms and are answered
+    // (marked stale) while it refetches them.
+    stack.staleSidecar = await start(path.join(bins, 'sidecar'), [
+      '--listen', '127.0.0.1:0', '--metrics-listen', '', '--origin', stack.origin.grpc,
+      '--ttl', '100ms', '--stale-while-revalidate', '1h', '--health-interval', '100ms',
+    ], workdir, 'stale-sidecar');
+    procs.push(stack.staleSidecar);
+    await waitServing(stack.staleSidecar);
     return stack;
   } catch (err) {
     await stack.stop();

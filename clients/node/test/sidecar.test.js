@@ -171,4 +171,55 @@ describe('lookahead sidecar over the Node client', () => {
       uc.close();
     }
   });
+
+  it('Put, Get and Delete write through with expected versions', async () => {
+    const id = `node-put-${process.pid}-${Date.now()}`;
+    const obj = { id, type: 'Note', payload: Buffer.from('hello'), refs: [{ field: 'parent', id: 'task-0' }] };
+    assert.equal(await client.put(obj, { expectedVersion: 0 }), '1'); // 0: must not exist yet
+    const got = await client.get(id, { depth: 0 });
+    assert.equal(got.object.payload.toString(), 'hello');
+    assert.equal(got.object.version, '1');
+    assert.deepEqual(got.object.refs.map((r) => [r.field, r.id]), [['parent', 'task-0']]);
+
+    let err = await rejection(client.put(obj, { expectedVersion: 0 }));
+    assert.equal(err.code, status.FAILED_PRECONDITION);
+    assert.equal(await client.put({ ...obj, payload: Buffer.from('again') }, { expectedVersion: 1 }), '2');
+    assert.equal((await client.get(id)).object.payload.toString(), 'again');
+
+    err = await rejection(client.delete(id, { expectedVersion: 1 }));
+    assert.equal(err.code, status.FAILED_PRECONDITION);
+    await client.delete(id, { expectedVersion: '2' });
+    err = await rejection(client.get(id));
+    assert.equal(err.code, status.NOT_FOUND);
+  });
+
+  it('Invalidate drops the cached copy', async () => {
+    await client.get('task-2.3', { depth: 0 });
+    assert.equal((await client.get('task-2.3', { depth: 0 })).status, CacheStatus.HIT);
+    assert.equal(await client.invalidate(['task-2.3', 'no-such-task']), 1);
+    assert.equal((await client.get('task-2.3', { depth: 0 })).status, CacheStatus.MISS);
+  });
+
+  it('answers past the TTL carry the stale flag', async () => {
+    const sc = new LookaheadClient(stack.staleSidecar.grpc, { timeoutMs: 10_000 });
+    try {
+      let resp = await sc.get('task-1.2', { depth: 0 });
+      assert.equal(resp.stale, false, 'a fresh fetch is not stale');
+      // Past the 100 ms TTL the sidecar answers its copy marked stale and
+      // refetches it in the background: poll until an answer is stale.
+      const deadline = Date.now() + 10_000;
+      while (!resp.stale) {
+        assert.ok(Date.now() < deadline, 'no stale answer within 10 s');
+        await sleep(50);
+        resp = await sc.get('task-1.2', { depth: 0 });
+      }
+      assert.equal(resp.object.id, 'task-1.2');
+      assert.equal(resp.status, CacheStatus.HIT);
+      const [r] = await sc.getGraph('task-1.2', { depth: 0 }).toArray();
+      assert.equal(r.object.id, 'task-1.2');
+      assert.equal(typeof r.stale, 'boolean');
+    } finally {
+      sc.close();
+    }
+  });
 });

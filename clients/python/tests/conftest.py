@@ -56,16 +56,20 @@ class Process:
                 self.popen.wait()
 
 
-def start(binary: Path, args: list[str], workdir: Path) -> Process:
-    """Runs binary with --addr-file and returns once it has written its addresses."""
-    addr_file = workdir / f"{binary.name}.addr"
-    log = workdir / f"{binary.name}.log"
+def start(binary: Path, args: list[str], workdir: Path, name: str = "") -> Process:
+    """Runs binary with --addr-file and returns once it has written its addresses.
+
+    name (the binary's by default) names its files in workdir.
+    """
+    name = name or binary.name
+    addr_file = workdir / f"{name}.addr"
+    log = workdir / f"{name}.log"
     with open(log, "wb") as out:
         popen = subprocess.Popen(
             [str(binary), *args, "--addr-file", str(addr_file)],
             stdin=subprocess.DEVNULL, stdout=out, stderr=subprocess.STDOUT,
         )
-    p = Process(binary.name, popen, log)
+    p = Process(name, popen, log)
     deadline = time.monotonic() + START_TIMEOUT
     try:
         while True:
@@ -137,6 +141,7 @@ class Stack:
     origin: Process
     sidecar: Process
     unix_socket: Path
+    stale_sidecar: Process  # --ttl 100ms --stale-while-revalidate 1h
 
     @property
     def target(self) -> str:
@@ -167,7 +172,15 @@ def stack():
         ], workdir)
         procs.append(sidecar)
         wait_serving(sidecar)
-        yield Stack(origin, sidecar, sock)
+        # A second sidecar whose copies go stale after 100 ms and are
+        # answered (marked stale) while it refetches them.
+        stale = start(bins / "sidecar", [
+            "--listen", "127.0.0.1:0", "--metrics-listen", "", "--origin", origin.grpc,
+            "--ttl", "100ms", "--stale-while-revalidate", "1h", "--health-interval", "100ms",
+        ], workdir, "stale-sidecar")
+        procs.append(stale)
+        wait_serving(stale)
+        yield Stack(origin, sidecar, sock, stale)
     finally:
         # Reverse order: the sidecar first, then its origin.
         for p in reversed(procs):

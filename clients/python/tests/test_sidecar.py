@@ -7,7 +7,7 @@ import time
 import grpc
 import pytest
 
-from lookahead import CacheStatus, LookaheadClient
+from lookahead import CacheStatus, LookaheadClient, Object, Ref
 
 TREE_SIZE = 781  # db4o task tree: 5 levels of fan-out 5 below a root
 ROUND_TRIPS = "lookahead_origin_round_trips_total"
@@ -154,3 +154,53 @@ def test_unix_socket_target(stack):
         resp = c.get("task-2.5", depth=0)
     assert resp.object.id == "task-2.5"
     assert [(r.field, r.id) for r in resp.object.refs] == [("subtasks", f"task-2.{k}") for k in range(26, 31)]
+
+
+def test_put_get_delete_write_through(client):
+    oid = f"py-put-{time.monotonic_ns()}"
+    obj = Object(id=oid, type="Note", payload=b"hello", refs=[Ref(field="parent", id="task-0")])
+    assert client.put(obj, expected_version=0) == 1  # 0: must not exist yet
+    got = client.get(oid, depth=0)
+    assert got.object.payload == b"hello"
+    assert got.object.version == 1
+    assert [(r.field, r.id) for r in got.object.refs] == [("parent", "task-0")]
+
+    with pytest.raises(grpc.RpcError) as err:
+        client.put(obj, expected_version=0)
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    obj.payload = b"again"
+    assert client.put(obj, expected_version=1) == 2
+    assert client.get(oid).object.payload == b"again"
+
+    with pytest.raises(grpc.RpcError) as err:
+        client.delete(oid, expected_version=1)
+    assert err.value.code() == grpc.StatusCode.FAILED_PRECONDITION
+    client.delete(oid, expected_version=2)
+    with pytest.raises(grpc.RpcError) as err:
+        client.get(oid)
+    assert err.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_invalidate_drops_the_cached_copy(client):
+    client.get("task-2.3", depth=0)
+    assert client.get("task-2.3", depth=0).status == CacheStatus.CACHE_STATUS_HIT
+    assert client.invalidate(["task-2.3", "no-such-task"]) == 1
+    assert client.get("task-2.3", depth=0).status == CacheStatus.CACHE_STATUS_MISS
+
+
+def test_stale_flag_past_the_ttl(stack):
+    with LookaheadClient(stack.stale_sidecar.grpc, timeout=10) as sc:
+        resp = sc.get("task-1.2", depth=0)
+        assert not resp.stale, "a fresh fetch is not stale"
+        # Past the 100 ms TTL the sidecar answers its copy marked stale and
+        # refetches it in the background: poll until an answer is stale.
+        deadline = time.monotonic() + 10
+        while not resp.stale:
+            assert time.monotonic() < deadline, "no stale answer within 10 s"
+            time.sleep(0.05)
+            resp = sc.get("task-1.2", depth=0)
+        assert resp.object.id == "task-1.2"
+        assert resp.status == CacheStatus.CACHE_STATUS_HIT
+        with sc.get_graph(["task-1.2"], depth=0) as graph:
+            results = list(graph)
+        assert [r.object.id for r in results] == ["task-1.2"]

@@ -2,7 +2,9 @@ package postgres_test
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"sync"
 	"testing"
 	"time"
 
@@ -32,19 +34,42 @@ func newShop(t testing.TB, install bool) (string, *postgres.Mapping) {
 
 func newShopSized(t testing.TB, install bool, size shop.Size) (string, *postgres.Mapping) {
 	t.Helper()
-	url := pgtest.NewDB(t)
+	m, err := postgres.ParseMapping(shop.Mapping)
+	require.NoError(t, err)
+	return pgtest.NewDBFrom(t, shopTemplate(t, install, size, m)), m
+}
+
+// templates holds the names of the shop databases loaded so far, by size
+// and install: each is loaded once and copied for every test.
+var (
+	templatesMu sync.Mutex
+	templates   = map[string]string{}
+)
+
+func shopTemplate(t testing.TB, install bool, size shop.Size, m *postgres.Mapping) string {
+	t.Helper()
+	if pgtest.Shared == nil {
+		t.Skip("no PostgreSQL server binaries")
+	}
+	templatesMu.Lock()
+	defer templatesMu.Unlock()
+	name := fmt.Sprintf("shop_%t_%d_%d_%d_%d_%d", install, size.Customers, size.Products, size.Orders, size.ItemsPerOrder, size.Seed)
+	if _, ok := templates[name]; ok {
+		return name
+	}
 	ctx := testCtx(t)
+	url, err := pgtest.Shared.CreateDB(ctx, name)
+	require.NoError(t, err)
 	conn, err := pgx.Connect(ctx, url)
 	require.NoError(t, err)
-	defer conn.Close(ctx)
 	_, err = shop.Load(ctx, conn, size)
-	require.NoError(t, err)
-	m, err := postgres.ParseMapping(shop.Mapping)
+	require.NoError(t, conn.Close(ctx))
 	require.NoError(t, err)
 	if install {
 		require.NoError(t, postgres.Install(ctx, url, m))
 	}
-	return url, m
+	templates[name] = name
+	return name
 }
 
 // openShop is newShop, installed, with a store open on it.

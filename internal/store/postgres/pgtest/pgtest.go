@@ -190,12 +190,22 @@ func (c *Cluster) URL(db string) string {
 
 // CreateDB creates database name and returns its connection string.
 func (c *Cluster) CreateDB(ctx context.Context, name string) (string, error) {
+	return c.CreateDBFrom(ctx, name, "")
+}
+
+// CreateDBFrom creates database name as a copy of database template (empty
+// = PostgreSQL's template1), which must have no open connections.
+func (c *Cluster) CreateDBFrom(ctx context.Context, name, template string) (string, error) {
 	conn, err := pgx.Connect(ctx, c.URL("postgres"))
 	if err != nil {
 		return "", fmt.Errorf("pgtest: connecting: %w", err)
 	}
 	defer conn.Close(ctx)
-	if _, err := conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{name}.Sanitize()); err != nil {
+	sql := "CREATE DATABASE " + pgx.Identifier{name}.Sanitize()
+	if template != "" {
+		sql += " TEMPLATE " + pgx.Identifier{template}.Sanitize()
+	}
+	if _, err := conn.Exec(ctx, sql); err != nil {
 		return "", fmt.Errorf("pgtest: creating database %s: %w", name, err)
 	}
 	return c.URL(name), nil

@@ -54,6 +54,13 @@ var dbSeq atomic.Int64
 // it skips t when Shared is nil.
 func NewDB(t testing.TB) string {
 	t.Helper()
+	return NewDBFrom(t, "")
+}
+
+// NewDBFrom is NewDB with the database copied from template (see
+// Cluster.CreateDBFrom): a fixture loaded once serves every test.
+func NewDBFrom(t testing.TB, template string) string {
+	t.Helper()
 	if Shared == nil {
 		t.Skip("no PostgreSQL server binaries")
 	}
@@ -63,7 +70,7 @@ func NewDB(t testing.TB) string {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	url, err := Shared.CreateDB(ctx, name)
+	url, err := Shared.CreateDBFrom(ctx, name, template)
 	if err != nil {
 		t.Fatal(err)
 	}
