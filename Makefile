@@ -8,7 +8,7 @@ VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev
 REVISION ?= $(shell git rev-parse HEAD 2>/dev/null)
 LDFLAGS  := -X github.com/lookahead-dev/lookahead/internal/buildinfo.version=$(VERSION) -X github.com/lookahead-dev/lookahead/internal/buildinfo.revision=$(REVISION)
 
-.PHONY: all build demo demo-postgres test check proto proto-check lint fmt-check vet unit clients clean k8s-check prometheus-e2e rules
+.PHONY: all build demo demo-postgres test check proto proto-check lint breaking fmt-check vet unit clients clean k8s-check prometheus-e2e rules
 
 all: build
 
@@ -27,13 +27,17 @@ demo-postgres: build
 ## test: everything CI checks (formatting, vet, generated code, Go tests with -race, the Python/Node/Java clients)
 test: check unit clients images-test
 
-check: fmt-check vet lint proto-check
+check: fmt-check vet lint breaking proto-check
 
 fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 vet:
 	$(GO) vet ./...
+
+## breaking: buf breaking of the API against main (on a branch) or the previous commit (on main); tools/buf-breaking.sh
+breaking:
+	tools/buf-breaking.sh
 
 ## lint: buf lint of the API
 lint:

@@ -56,8 +56,8 @@ func Preset(mode string) (Config, error) {
 		c.W4 = W4Config{CacheBytes: 8 << 20, PrefetchBytes: 2 << 20, PayloadBytes: 1024, Multiples: []float64{1, 3, 10},
 			ResultSize: 10, Levels: 5, Reps: 3, LatencyMS: 1}
 		c.W5 = W5Config{Users: 11500, MaxFriends: 3000, PayloadBytes: 100, LatenciesMS: []int{1, 0, 5}, Reps: 3,
-			FoFStarts: 2, FoFMin: 200, FoFMax: 600, FeedStarts: 20, FeedFriends: 5, FeedPosts: 3,
-			HotVisits: 300, HotPosts: 2, HotFriends: 3, Statics: w5Grid}
+			FoFStarts: 2, FoFMin: 200, FoFMax: 600, FeedStarts: 10, FeedFriends: 5, FeedPosts: 3,
+			HotVisits: 100, HotPosts: 2, HotFriends: 3, Statics: w5Grid}
 		c.W6 = W6Config{Shop: shop.Size{Customers: 20000, Products: 5000, Orders: 100000, ItemsPerOrder: 5, Seed: 1},
 			PageOrders: 20, Pages: 5, Reps: 3, LatenciesMS: []int{1, 0, 5}}
 	case "quick":
