@@ -16,13 +16,16 @@ import (
 type Client struct {
 	conn *grpc.ClientConn
 	rpc  lookaheadv1.SidecarServiceClient
+	near *nearCache // nil unless WithNearCache
 }
 
 // Option configures Dial.
 type Option func(*options)
 
 type options struct {
-	grpc []grpc.DialOption
+	grpc      []grpc.DialOption
+	nearBytes int64
+	name      string
 }
 
 // WithGRPCOptions passes options to grpc.NewClient (credentials, dialers,
@@ -48,11 +51,21 @@ func Dial(target string, opts ...Option) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dialing %s: %w", target, err)
 	}
-	return &Client{conn: conn, rpc: lookaheadv1.NewSidecarServiceClient(conn)}, nil
+	c := &Client{conn: conn, rpc: lookaheadv1.NewSidecarServiceClient(conn)}
+	if o.nearBytes > 0 {
+		c.near = startNear(c.rpc, o.nearBytes, o.name)
+	}
+	return c, nil
 }
 
-// Close closes the connection.
-func (c *Client) Close() error { return c.conn.Close() }
+// Close stops the near cache's subscription, if any, and closes the
+// connection.
+func (c *Client) Close() error {
+	if c.near != nil {
+		c.near.close()
+	}
+	return c.conn.Close()
+}
 
 // Service returns the generated stub, for calls the helpers do not cover.
 // Writes made through it bypass the near cache's local invalidation.
@@ -102,6 +115,12 @@ func fromProto(r *lookaheadv1.Result) Result {
 // NOT_FOUND status error. hint may be nil; a near-cache hit ignores it (the
 // sidecar already prefetched when it answered first).
 func (c *Client) Get(ctx context.Context, id string, hint *Prefetch) (*lookaheadv1.Object, Status, error) {
+	if c.near != nil {
+		if o := c.near.get(id); o != nil {
+			return o, Status{Near: true}, nil
+		}
+		return c.near.fetchOne(ctx, id, hint.hint())
+	}
 	resp, err := c.rpc.Get(ctx, &lookaheadv1.GetRequest{Id: id, Hint: hint.hint()})
 	if err != nil {
 		return nil, Status{}, err
@@ -113,6 +132,9 @@ func (c *Client) Get(ctx context.Context, id string, hint *Prefetch) (*lookahead
 // duplicates, and the ids that do not exist. With a near cache, only the ids
 // it does not hold are asked of the sidecar.
 func (c *Client) BatchGet(ctx context.Context, ids []string, hint *Prefetch) ([]Result, []string, error) {
+	if c.near != nil {
+		return c.near.batchGet(ctx, ids, hint.hint())
+	}
 	resp, err := c.rpc.BatchGet(ctx, &lookaheadv1.BatchGetRequest{Ids: ids, Hint: hint.hint()})
 	if err != nil {
 		return nil, nil, err
@@ -149,7 +171,14 @@ func (c *Client) Put(ctx context.Context, o *lookaheadv1.Object, opts ...WriteOp
 	if o == nil {
 		return 0, errors.New("put: nil object")
 	}
+	var t ticket
+	if c.near != nil {
+		t, ctx = c.near.tracked(ctx)
+	}
 	resp, err := c.rpc.Put(ctx, &lookaheadv1.PutRequest{Object: o, ExpectedVersion: expected(opts)})
+	if c.near != nil {
+		c.near.wrote(t, o.GetId(), resp.GetVersion(), false, err)
+	}
 	if err != nil {
 		return 0, err
 	}
@@ -159,7 +188,14 @@ func (c *Client) Put(ctx context.Context, o *lookaheadv1.Object, opts ...WriteOp
 // Delete deletes id at the origin through the sidecar. The near cache drops
 // its copy before Delete returns.
 func (c *Client) Delete(ctx context.Context, id string, opts ...WriteOption) error {
+	var t ticket
+	if c.near != nil {
+		t, ctx = c.near.tracked(ctx)
+	}
 	_, err := c.rpc.Delete(ctx, &lookaheadv1.DeleteRequest{Id: id, ExpectedVersion: expected(opts)})
+	if c.near != nil {
+		c.near.wrote(t, id, 0, true, err)
+	}
 	return err
 }
 
@@ -167,6 +203,11 @@ func (c *Client) Delete(ctx context.Context, id string, opts ...WriteOption) err
 // cache's) without touching the origin, and returns how many the sidecar
 // held.
 func (c *Client) Invalidate(ctx context.Context, ids ...string) (int, error) {
+	if c.near != nil {
+		for _, id := range ids {
+			c.near.floor(id, 0, false, false)
+		}
+	}
 	resp, err := c.rpc.Invalidate(ctx, &lookaheadv1.InvalidateRequest{Ids: ids})
 	if err != nil {
 		return 0, err

@@ -36,6 +36,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
+	"github.com/lookahead-dev/lookahead/internal/near"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 	"github.com/lookahead-dev/lookahead/internal/server"
 )
@@ -206,10 +207,18 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	if obs, ok := planner.(fetch.Observer); ok {
 		o.fetch.Observer = obs
 	}
-	f, err := fetch.New(o.fetch, oc, c)
+	// The near-cache hub hears of every write-side event and clear through
+	// nf, and, until the scheduler reports its predictions, of every object
+	// fetched from the origin.
+	hub, err := near.New(near.Config{MaxAge: o.cache.TTL}, reg)
+	if err != nil {
+		return fmt.Errorf("near config: %w", err)
+	}
+	f, err := fetch.New(o.fetch, hub.Fetching(oc), c)
 	if err != nil {
 		return fmt.Errorf("fetch config: %w", err)
 	}
+	nf := hub.Fetcher(f)
 	o.sched.Metrics = wire.Prefetch(m)
 	o.sched.TierBytes = c.PrefetchBytes()
 	sched, err := prefetch.New(o.sched, f, planner)
@@ -218,13 +227,14 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	defer sched.Close()
 	// A new dataset on an origin's address flushes through the fetcher.
-	watcher := origs.follow(o.coherence, o.watch, f, coherence.ResetFunc(func(string) { f.Clear() }), m, log)
+	watcher := origs.follow(o.coherence, o.watch, nf, coherence.ResetFunc(func(string) { nf.Clear() }), m, log)
 	watching.Store(watcher)
 
-	svc, err := server.New(o.server, f, sched, oc, log)
+	svc, err := server.New(o.server, nf, sched, oc, log)
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
+	svc.EnableNear(hub)
 	// The request codec comes after the counting interceptors, so that a
 	// request that does not decode is counted with its INVALID_ARGUMENT.
 	sopts := append(server.Interceptors(m), server.NewRequestCodec().ServerOptions()...)

@@ -21,6 +21,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
+	"github.com/lookahead-dev/lookahead/internal/near"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/originserver"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
@@ -35,6 +36,7 @@ func TestMain(m *testing.M) {
 // its own in-memory listener.
 type rig struct {
 	client     lookaheadv1.SidecarServiceClient
+	hub        *near.Hub
 	m          *metrics.Set
 	originGRPC *grpc.Server
 }
@@ -44,6 +46,7 @@ type rigOptions struct {
 	server  Config
 	planner prefetch.Static
 	engine  prefetch.Config
+	near    near.Config
 }
 
 func serve(t *testing.T, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, *grpc.ClientConn) {
@@ -83,16 +86,19 @@ func newRig(t *testing.T, objs []*graph.Object, o rigOptions) *rig {
 	c, err := cache.New(cache.Config{}, wire.Cache(m))
 	require.NoError(t, err)
 	oc := origin.NewClient(occ, m)
-	f, err := fetch.New(fetch.Config{Metrics: wire.Fetch(m)}, oc, c)
+	hub, err := near.New(o.near, prometheus.NewRegistry())
+	require.NoError(t, err)
+	f, err := fetch.New(fetch.Config{Metrics: wire.Fetch(m)}, hub.Fetching(oc), c)
 	require.NoError(t, err)
 	o.engine.Metrics = wire.Prefetch(m)
 	e, err := prefetch.New(o.engine, f, o.planner)
 	require.NoError(t, err)
-	svc, err := New(o.server, f, e, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	svc, err := New(o.server, hub.Fetcher(f), e, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
+	svc.EnableNear(hub)
 	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(m)...)
 	t.Cleanup(func() { e.Close(); c.Close() })
-	return &rig{client: lookaheadv1.NewSidecarServiceClient(scc), m: m, originGRPC: ogs}
+	return &rig{client: lookaheadv1.NewSidecarServiceClient(scc), hub: hub, m: m, originGRPC: ogs}
 }
 
 func taskTree(t *testing.T, roots, fanout, levels int) []*graph.Object {

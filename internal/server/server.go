@@ -16,6 +16,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
+	"github.com/lookahead-dev/lookahead/internal/near"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
@@ -99,6 +100,7 @@ type Server struct {
 	writer  Writer
 	log     *slog.Logger
 	walks   chan struct{} // one token per GetGraph being served
+	near    *near.Hub     // nil unless EnableNear
 }
 
 // New builds the sidecar service.
@@ -112,6 +114,7 @@ func New(cfg Config, f Fetcher, sched Scheduler, w Writer, log *slog.Logger) (*S
 
 // get answers ids and tells the scheduler.
 func (s *Server) get(ctx context.Context, ids []string, h prefetch.Hint) (*fetch.Answer, error) {
+	s.track(ctx, ids)
 	a, err := s.fetcher.Get(ctx, ids)
 	if err != nil {
 		return nil, toStatus(err)
@@ -223,6 +226,7 @@ func (s *Server) Put(ctx context.Context, req *lookaheadv1.PutRequest) (*lookahe
 	if err := o.Validate(); err != nil {
 		return nil, status.Errorf(codes.InvalidArgument, "object: %v", err)
 	}
+	s.track(ctx, []string{o.ID})
 	v, err := s.writer.Put(ctx, o, req.ExpectedVersion)
 	// Drop older copies and refuse any fetch still carrying one: this
 	// sidecar's own reads see the write at once, before Watch delivers it.
@@ -239,6 +243,7 @@ func (s *Server) Delete(ctx context.Context, req *lookaheadv1.DeleteRequest) (*l
 	if err := checkID("id", req.GetId()); err != nil {
 		return nil, err
 	}
+	s.track(ctx, []string{req.GetId()})
 	err := s.writer.Delete(ctx, req.GetId(), req.ExpectedVersion)
 	// Whatever the origin answered (the delete may have landed before an
 	// error): no copy read before it is served after it.

@@ -839,6 +839,507 @@ func (x *InvalidateResponse) GetInvalidated() uint32 {
 	return 0
 }
 
+type SubscribeRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// budget_bytes is the client's near-cache size; pushed objects stay
+	// within it. 0 asks for invalidations only.
+	BudgetBytes uint64 `protobuf:"varint,1,opt,name=budget_bytes,json=budgetBytes,proto3" json:"budget_bytes,omitempty"`
+	// client_name labels the sidecar's per-subscriber metrics (a few distinct
+	// names are kept, the rest count as "other"); empty = "unnamed".
+	ClientName    string `protobuf:"bytes,2,opt,name=client_name,json=clientName,proto3" json:"client_name,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeRequest) Reset() {
+	*x = SubscribeRequest{}
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[14]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeRequest) ProtoMessage() {}
+
+func (x *SubscribeRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[14]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeRequest.ProtoReflect.Descriptor instead.
+func (*SubscribeRequest) Descriptor() ([]byte, []int) {
+	return file_lookahead_v1_sidecar_proto_rawDescGZIP(), []int{14}
+}
+
+func (x *SubscribeRequest) GetBudgetBytes() uint64 {
+	if x != nil {
+		return x.BudgetBytes
+	}
+	return 0
+}
+
+func (x *SubscribeRequest) GetClientName() string {
+	if x != nil {
+		return x.ClientName
+	}
+	return ""
+}
+
+type SubscribeResponse struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// events, to be applied in this order.
+	Events        []*NearEvent `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *SubscribeResponse) Reset() {
+	*x = SubscribeResponse{}
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *SubscribeResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*SubscribeResponse) ProtoMessage() {}
+
+func (x *SubscribeResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use SubscribeResponse.ProtoReflect.Descriptor instead.
+func (*SubscribeResponse) Descriptor() ([]byte, []int) {
+	return file_lookahead_v1_sidecar_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *SubscribeResponse) GetEvents() []*NearEvent {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+// NearEvent is one step of a near-cache channel.
+type NearEvent struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// Types that are valid to be assigned to Event:
+	//
+	//	*NearEvent_Hello
+	//	*NearEvent_Invalidation
+	//	*NearEvent_Push
+	//	*NearEvent_Flush
+	//	*NearEvent_Heartbeat
+	Event         isNearEvent_Event `protobuf_oneof:"event"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NearEvent) Reset() {
+	*x = NearEvent{}
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NearEvent) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NearEvent) ProtoMessage() {}
+
+func (x *NearEvent) ProtoReflect() protoreflect.Message {
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NearEvent.ProtoReflect.Descriptor instead.
+func (*NearEvent) Descriptor() ([]byte, []int) {
+	return file_lookahead_v1_sidecar_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *NearEvent) GetEvent() isNearEvent_Event {
+	if x != nil {
+		return x.Event
+	}
+	return nil
+}
+
+func (x *NearEvent) GetHello() *NearHello {
+	if x != nil {
+		if x, ok := x.Event.(*NearEvent_Hello); ok {
+			return x.Hello
+		}
+	}
+	return nil
+}
+
+func (x *NearEvent) GetInvalidation() *NearInvalidation {
+	if x != nil {
+		if x, ok := x.Event.(*NearEvent_Invalidation); ok {
+			return x.Invalidation
+		}
+	}
+	return nil
+}
+
+func (x *NearEvent) GetPush() *NearPush {
+	if x != nil {
+		if x, ok := x.Event.(*NearEvent_Push); ok {
+			return x.Push
+		}
+	}
+	return nil
+}
+
+func (x *NearEvent) GetFlush() *NearFlush {
+	if x != nil {
+		if x, ok := x.Event.(*NearEvent_Flush); ok {
+			return x.Flush
+		}
+	}
+	return nil
+}
+
+func (x *NearEvent) GetHeartbeat() *NearHeartbeat {
+	if x != nil {
+		if x, ok := x.Event.(*NearEvent_Heartbeat); ok {
+			return x.Heartbeat
+		}
+	}
+	return nil
+}
+
+type isNearEvent_Event interface {
+	isNearEvent_Event()
+}
+
+type NearEvent_Hello struct {
+	Hello *NearHello `protobuf:"bytes,1,opt,name=hello,proto3,oneof"`
+}
+
+type NearEvent_Invalidation struct {
+	Invalidation *NearInvalidation `protobuf:"bytes,2,opt,name=invalidation,proto3,oneof"`
+}
+
+type NearEvent_Push struct {
+	Push *NearPush `protobuf:"bytes,3,opt,name=push,proto3,oneof"`
+}
+
+type NearEvent_Flush struct {
+	Flush *NearFlush `protobuf:"bytes,4,opt,name=flush,proto3,oneof"`
+}
+
+type NearEvent_Heartbeat struct {
+	Heartbeat *NearHeartbeat `protobuf:"bytes,5,opt,name=heartbeat,proto3,oneof"`
+}
+
+func (*NearEvent_Hello) isNearEvent_Event() {}
+
+func (*NearEvent_Invalidation) isNearEvent_Event() {}
+
+func (*NearEvent_Push) isNearEvent_Event() {}
+
+func (*NearEvent_Flush) isNearEvent_Event() {}
+
+func (*NearEvent_Heartbeat) isNearEvent_Event() {}
+
+// NearHello is always the first event.
+type NearHello struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// subscriber_id names this subscription; the client sends it as the
+	// "lookahead-subscriber" metadata of its Get and BatchGet calls so that
+	// the sidecar tracks what it read.
+	SubscriberId string `protobuf:"bytes,1,opt,name=subscriber_id,json=subscriberId,proto3" json:"subscriber_id,omitempty"`
+	// heartbeat_millis: the sidecar sends at least one event this often; a
+	// client that hears nothing for three intervals treats the channel as
+	// broken.
+	HeartbeatMillis uint32 `protobuf:"varint,2,opt,name=heartbeat_millis,json=heartbeatMillis,proto3" json:"heartbeat_millis,omitempty"`
+	// max_age_millis is the sidecar's --ttl: a near copy is dropped this long
+	// after it arrived. 0 = no limit.
+	MaxAgeMillis  uint64 `protobuf:"varint,3,opt,name=max_age_millis,json=maxAgeMillis,proto3" json:"max_age_millis,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NearHello) Reset() {
+	*x = NearHello{}
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NearHello) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NearHello) ProtoMessage() {}
+
+func (x *NearHello) ProtoReflect() protoreflect.Message {
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NearHello.ProtoReflect.Descriptor instead.
+func (*NearHello) Descriptor() ([]byte, []int) {
+	return file_lookahead_v1_sidecar_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *NearHello) GetSubscriberId() string {
+	if x != nil {
+		return x.SubscriberId
+	}
+	return ""
+}
+
+func (x *NearHello) GetHeartbeatMillis() uint32 {
+	if x != nil {
+		return x.HeartbeatMillis
+	}
+	return 0
+}
+
+func (x *NearHello) GetMaxAgeMillis() uint64 {
+	if x != nil {
+		return x.MaxAgeMillis
+	}
+	return 0
+}
+
+// NearInvalidation: copies of id older than version are stale (all copies
+// when deleted). version 0 means "drop any copy" (an Invalidate call, or a
+// write whose version is not known yet).
+type NearInvalidation struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            string                 `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	Version       uint64                 `protobuf:"varint,2,opt,name=version,proto3" json:"version,omitempty"`
+	Deleted       bool                   `protobuf:"varint,3,opt,name=deleted,proto3" json:"deleted,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NearInvalidation) Reset() {
+	*x = NearInvalidation{}
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[18]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NearInvalidation) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NearInvalidation) ProtoMessage() {}
+
+func (x *NearInvalidation) ProtoReflect() protoreflect.Message {
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[18]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NearInvalidation.ProtoReflect.Descriptor instead.
+func (*NearInvalidation) Descriptor() ([]byte, []int) {
+	return file_lookahead_v1_sidecar_proto_rawDescGZIP(), []int{18}
+}
+
+func (x *NearInvalidation) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *NearInvalidation) GetVersion() uint64 {
+	if x != nil {
+		return x.Version
+	}
+	return 0
+}
+
+func (x *NearInvalidation) GetDeleted() bool {
+	if x != nil {
+		return x.Deleted
+	}
+	return false
+}
+
+// NearPush is an object the sidecar predicts the client will read.
+type NearPush struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Object *Object                `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
+	// reason names the prediction, for metrics (e.g. "expand", "fetch").
+	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NearPush) Reset() {
+	*x = NearPush{}
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[19]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NearPush) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NearPush) ProtoMessage() {}
+
+func (x *NearPush) ProtoReflect() protoreflect.Message {
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[19]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NearPush.ProtoReflect.Descriptor instead.
+func (*NearPush) Descriptor() ([]byte, []int) {
+	return file_lookahead_v1_sidecar_proto_rawDescGZIP(), []int{19}
+}
+
+func (x *NearPush) GetObject() *Object {
+	if x != nil {
+		return x.Object
+	}
+	return nil
+}
+
+func (x *NearPush) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// NearFlush: drop everything held (the sidecar's cache was cleared, the
+// origin changed identity, or the sidecar stopped tracking this client).
+type NearFlush struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Reason        string                 `protobuf:"bytes,1,opt,name=reason,proto3" json:"reason,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NearFlush) Reset() {
+	*x = NearFlush{}
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[20]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NearFlush) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NearFlush) ProtoMessage() {}
+
+func (x *NearFlush) ProtoReflect() protoreflect.Message {
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[20]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NearFlush.ProtoReflect.Descriptor instead.
+func (*NearFlush) Descriptor() ([]byte, []int) {
+	return file_lookahead_v1_sidecar_proto_rawDescGZIP(), []int{20}
+}
+
+func (x *NearFlush) GetReason() string {
+	if x != nil {
+		return x.Reason
+	}
+	return ""
+}
+
+// NearHeartbeat says the channel is alive; it carries nothing.
+type NearHeartbeat struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *NearHeartbeat) Reset() {
+	*x = NearHeartbeat{}
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[21]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *NearHeartbeat) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*NearHeartbeat) ProtoMessage() {}
+
+func (x *NearHeartbeat) ProtoReflect() protoreflect.Message {
+	mi := &file_lookahead_v1_sidecar_proto_msgTypes[21]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use NearHeartbeat.ProtoReflect.Descriptor instead.
+func (*NearHeartbeat) Descriptor() ([]byte, []int) {
+	return file_lookahead_v1_sidecar_proto_rawDescGZIP(), []int{21}
+}
+
 var File_lookahead_v1_sidecar_proto protoreflect.FileDescriptor
 
 const file_lookahead_v1_sidecar_proto_rawDesc = "" +
@@ -898,13 +1399,40 @@ const file_lookahead_v1_sidecar_proto_rawDesc = "" +
 	"\x11InvalidateRequest\x12\x10\n" +
 	"\x03ids\x18\x01 \x03(\tR\x03ids\"6\n" +
 	"\x12InvalidateResponse\x12 \n" +
-	"\vinvalidated\x18\x01 \x01(\rR\vinvalidated*\x92\x01\n" +
+	"\vinvalidated\x18\x01 \x01(\rR\vinvalidated\"V\n" +
+	"\x10SubscribeRequest\x12!\n" +
+	"\fbudget_bytes\x18\x01 \x01(\x04R\vbudgetBytes\x12\x1f\n" +
+	"\vclient_name\x18\x02 \x01(\tR\n" +
+	"clientName\"D\n" +
+	"\x11SubscribeResponse\x12/\n" +
+	"\x06events\x18\x01 \x03(\v2\x17.lookahead.v1.NearEventR\x06events\"\xa7\x02\n" +
+	"\tNearEvent\x12/\n" +
+	"\x05hello\x18\x01 \x01(\v2\x17.lookahead.v1.NearHelloH\x00R\x05hello\x12D\n" +
+	"\finvalidation\x18\x02 \x01(\v2\x1e.lookahead.v1.NearInvalidationH\x00R\finvalidation\x12,\n" +
+	"\x04push\x18\x03 \x01(\v2\x16.lookahead.v1.NearPushH\x00R\x04push\x12/\n" +
+	"\x05flush\x18\x04 \x01(\v2\x17.lookahead.v1.NearFlushH\x00R\x05flush\x12;\n" +
+	"\theartbeat\x18\x05 \x01(\v2\x1b.lookahead.v1.NearHeartbeatH\x00R\theartbeatB\a\n" +
+	"\x05event\"\x81\x01\n" +
+	"\tNearHello\x12#\n" +
+	"\rsubscriber_id\x18\x01 \x01(\tR\fsubscriberId\x12)\n" +
+	"\x10heartbeat_millis\x18\x02 \x01(\rR\x0fheartbeatMillis\x12$\n" +
+	"\x0emax_age_millis\x18\x03 \x01(\x04R\fmaxAgeMillis\"V\n" +
+	"\x10NearInvalidation\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x18\n" +
+	"\aversion\x18\x02 \x01(\x04R\aversion\x12\x18\n" +
+	"\adeleted\x18\x03 \x01(\bR\adeleted\"P\n" +
+	"\bNearPush\x12,\n" +
+	"\x06object\x18\x01 \x01(\v2\x14.lookahead.v1.ObjectR\x06object\x12\x16\n" +
+	"\x06reason\x18\x02 \x01(\tR\x06reason\"#\n" +
+	"\tNearFlush\x12\x16\n" +
+	"\x06reason\x18\x01 \x01(\tR\x06reason\"\x0f\n" +
+	"\rNearHeartbeat*\x92\x01\n" +
 	"\vCacheStatus\x12\x1c\n" +
 	"\x18CACHE_STATUS_UNSPECIFIED\x10\x00\x12\x15\n" +
 	"\x11CACHE_STATUS_MISS\x10\x01\x12\x14\n" +
 	"\x10CACHE_STATUS_HIT\x10\x02\x12\x1f\n" +
 	"\x1bCACHE_STATUS_HIT_PREFETCHED\x10\x03\x12\x17\n" +
-	"\x13CACHE_STATUS_JOINED\x10\x042\xb6\x03\n" +
+	"\x13CACHE_STATUS_JOINED\x10\x042\x86\x04\n" +
 	"\x0eSidecarService\x12:\n" +
 	"\x03Get\x12\x18.lookahead.v1.GetRequest\x1a\x19.lookahead.v1.GetResponse\x12I\n" +
 	"\bBatchGet\x12\x1d.lookahead.v1.BatchGetRequest\x1a\x1e.lookahead.v1.BatchGetResponse\x12K\n" +
@@ -912,7 +1440,8 @@ const file_lookahead_v1_sidecar_proto_rawDesc = "" +
 	"\x03Put\x12\x18.lookahead.v1.PutRequest\x1a\x19.lookahead.v1.PutResponse\x12C\n" +
 	"\x06Delete\x12\x1b.lookahead.v1.DeleteRequest\x1a\x1c.lookahead.v1.DeleteResponse\x12O\n" +
 	"\n" +
-	"Invalidate\x12\x1f.lookahead.v1.InvalidateRequest\x1a .lookahead.v1.InvalidateResponseBi\n" +
+	"Invalidate\x12\x1f.lookahead.v1.InvalidateRequest\x1a .lookahead.v1.InvalidateResponse\x12N\n" +
+	"\tSubscribe\x12\x1e.lookahead.v1.SubscribeRequest\x1a\x1f.lookahead.v1.SubscribeResponse0\x01Bi\n" +
 	"\x10dev.lookahead.v1B\fSidecarProtoP\x01ZEgithub.com/lookahead-dev/lookahead/api/proto/lookahead/v1;lookaheadv1b\x06proto3"
 
 var (
@@ -928,7 +1457,7 @@ func file_lookahead_v1_sidecar_proto_rawDescGZIP() []byte {
 }
 
 var file_lookahead_v1_sidecar_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_lookahead_v1_sidecar_proto_msgTypes = make([]protoimpl.MessageInfo, 14)
+var file_lookahead_v1_sidecar_proto_msgTypes = make([]protoimpl.MessageInfo, 22)
 var file_lookahead_v1_sidecar_proto_goTypes = []any{
 	(CacheStatus)(0),           // 0: lookahead.v1.CacheStatus
 	(*PrefetchHint)(nil),       // 1: lookahead.v1.PrefetchHint
@@ -945,35 +1474,52 @@ var file_lookahead_v1_sidecar_proto_goTypes = []any{
 	(*DeleteResponse)(nil),     // 12: lookahead.v1.DeleteResponse
 	(*InvalidateRequest)(nil),  // 13: lookahead.v1.InvalidateRequest
 	(*InvalidateResponse)(nil), // 14: lookahead.v1.InvalidateResponse
-	(*Object)(nil),             // 15: lookahead.v1.Object
+	(*SubscribeRequest)(nil),   // 15: lookahead.v1.SubscribeRequest
+	(*SubscribeResponse)(nil),  // 16: lookahead.v1.SubscribeResponse
+	(*NearEvent)(nil),          // 17: lookahead.v1.NearEvent
+	(*NearHello)(nil),          // 18: lookahead.v1.NearHello
+	(*NearInvalidation)(nil),   // 19: lookahead.v1.NearInvalidation
+	(*NearPush)(nil),           // 20: lookahead.v1.NearPush
+	(*NearFlush)(nil),          // 21: lookahead.v1.NearFlush
+	(*NearHeartbeat)(nil),      // 22: lookahead.v1.NearHeartbeat
+	(*Object)(nil),             // 23: lookahead.v1.Object
 }
 var file_lookahead_v1_sidecar_proto_depIdxs = []int32{
-	15, // 0: lookahead.v1.Result.object:type_name -> lookahead.v1.Object
+	23, // 0: lookahead.v1.Result.object:type_name -> lookahead.v1.Object
 	0,  // 1: lookahead.v1.Result.status:type_name -> lookahead.v1.CacheStatus
 	1,  // 2: lookahead.v1.GetRequest.hint:type_name -> lookahead.v1.PrefetchHint
-	15, // 3: lookahead.v1.GetResponse.object:type_name -> lookahead.v1.Object
+	23, // 3: lookahead.v1.GetResponse.object:type_name -> lookahead.v1.Object
 	0,  // 4: lookahead.v1.GetResponse.status:type_name -> lookahead.v1.CacheStatus
 	1,  // 5: lookahead.v1.BatchGetRequest.hint:type_name -> lookahead.v1.PrefetchHint
 	2,  // 6: lookahead.v1.BatchGetResponse.results:type_name -> lookahead.v1.Result
 	2,  // 7: lookahead.v1.GetGraphResponse.results:type_name -> lookahead.v1.Result
-	15, // 8: lookahead.v1.PutRequest.object:type_name -> lookahead.v1.Object
-	3,  // 9: lookahead.v1.SidecarService.Get:input_type -> lookahead.v1.GetRequest
-	5,  // 10: lookahead.v1.SidecarService.BatchGet:input_type -> lookahead.v1.BatchGetRequest
-	7,  // 11: lookahead.v1.SidecarService.GetGraph:input_type -> lookahead.v1.GetGraphRequest
-	9,  // 12: lookahead.v1.SidecarService.Put:input_type -> lookahead.v1.PutRequest
-	11, // 13: lookahead.v1.SidecarService.Delete:input_type -> lookahead.v1.DeleteRequest
-	13, // 14: lookahead.v1.SidecarService.Invalidate:input_type -> lookahead.v1.InvalidateRequest
-	4,  // 15: lookahead.v1.SidecarService.Get:output_type -> lookahead.v1.GetResponse
-	6,  // 16: lookahead.v1.SidecarService.BatchGet:output_type -> lookahead.v1.BatchGetResponse
-	8,  // 17: lookahead.v1.SidecarService.GetGraph:output_type -> lookahead.v1.GetGraphResponse
-	10, // 18: lookahead.v1.SidecarService.Put:output_type -> lookahead.v1.PutResponse
-	12, // 19: lookahead.v1.SidecarService.Delete:output_type -> lookahead.v1.DeleteResponse
-	14, // 20: lookahead.v1.SidecarService.Invalidate:output_type -> lookahead.v1.InvalidateResponse
-	15, // [15:21] is the sub-list for method output_type
-	9,  // [9:15] is the sub-list for method input_type
-	9,  // [9:9] is the sub-list for extension type_name
-	9,  // [9:9] is the sub-list for extension extendee
-	0,  // [0:9] is the sub-list for field type_name
+	23, // 8: lookahead.v1.PutRequest.object:type_name -> lookahead.v1.Object
+	17, // 9: lookahead.v1.SubscribeResponse.events:type_name -> lookahead.v1.NearEvent
+	18, // 10: lookahead.v1.NearEvent.hello:type_name -> lookahead.v1.NearHello
+	19, // 11: lookahead.v1.NearEvent.invalidation:type_name -> lookahead.v1.NearInvalidation
+	20, // 12: lookahead.v1.NearEvent.push:type_name -> lookahead.v1.NearPush
+	21, // 13: lookahead.v1.NearEvent.flush:type_name -> lookahead.v1.NearFlush
+	22, // 14: lookahead.v1.NearEvent.heartbeat:type_name -> lookahead.v1.NearHeartbeat
+	23, // 15: lookahead.v1.NearPush.object:type_name -> lookahead.v1.Object
+	3,  // 16: lookahead.v1.SidecarService.Get:input_type -> lookahead.v1.GetRequest
+	5,  // 17: lookahead.v1.SidecarService.BatchGet:input_type -> lookahead.v1.BatchGetRequest
+	7,  // 18: lookahead.v1.SidecarService.GetGraph:input_type -> lookahead.v1.GetGraphRequest
+	9,  // 19: lookahead.v1.SidecarService.Put:input_type -> lookahead.v1.PutRequest
+	11, // 20: lookahead.v1.SidecarService.Delete:input_type -> lookahead.v1.DeleteRequest
+	13, // 21: lookahead.v1.SidecarService.Invalidate:input_type -> lookahead.v1.InvalidateRequest
+	15, // 22: lookahead.v1.SidecarService.Subscribe:input_type -> lookahead.v1.SubscribeRequest
+	4,  // 23: lookahead.v1.SidecarService.Get:output_type -> lookahead.v1.GetResponse
+	6,  // 24: lookahead.v1.SidecarService.BatchGet:output_type -> lookahead.v1.BatchGetResponse
+	8,  // 25: lookahead.v1.SidecarService.GetGraph:output_type -> lookahead.v1.GetGraphResponse
+	10, // 26: lookahead.v1.SidecarService.Put:output_type -> lookahead.v1.PutResponse
+	12, // 27: lookahead.v1.SidecarService.Delete:output_type -> lookahead.v1.DeleteResponse
+	14, // 28: lookahead.v1.SidecarService.Invalidate:output_type -> lookahead.v1.InvalidateResponse
+	16, // 29: lookahead.v1.SidecarService.Subscribe:output_type -> lookahead.v1.SubscribeResponse
+	23, // [23:30] is the sub-list for method output_type
+	16, // [16:23] is the sub-list for method input_type
+	16, // [16:16] is the sub-list for extension type_name
+	16, // [16:16] is the sub-list for extension extendee
+	0,  // [0:16] is the sub-list for field type_name
 }
 
 func init() { file_lookahead_v1_sidecar_proto_init() }
@@ -986,13 +1532,20 @@ func file_lookahead_v1_sidecar_proto_init() {
 	file_lookahead_v1_sidecar_proto_msgTypes[6].OneofWrappers = []any{}
 	file_lookahead_v1_sidecar_proto_msgTypes[8].OneofWrappers = []any{}
 	file_lookahead_v1_sidecar_proto_msgTypes[10].OneofWrappers = []any{}
+	file_lookahead_v1_sidecar_proto_msgTypes[16].OneofWrappers = []any{
+		(*NearEvent_Hello)(nil),
+		(*NearEvent_Invalidation)(nil),
+		(*NearEvent_Push)(nil),
+		(*NearEvent_Flush)(nil),
+		(*NearEvent_Heartbeat)(nil),
+	}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_lookahead_v1_sidecar_proto_rawDesc), len(file_lookahead_v1_sidecar_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   14,
+			NumMessages:   22,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

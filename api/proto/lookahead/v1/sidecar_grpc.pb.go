@@ -25,6 +25,7 @@ const (
 	SidecarService_Put_FullMethodName        = "/lookahead.v1.SidecarService/Put"
 	SidecarService_Delete_FullMethodName     = "/lookahead.v1.SidecarService/Delete"
 	SidecarService_Invalidate_FullMethodName = "/lookahead.v1.SidecarService/Invalidate"
+	SidecarService_Subscribe_FullMethodName  = "/lookahead.v1.SidecarService/Subscribe"
 )
 
 // SidecarServiceClient is the client API for SidecarService service.
@@ -48,6 +49,14 @@ type SidecarServiceClient interface {
 	Delete(ctx context.Context, in *DeleteRequest, opts ...grpc.CallOption) (*DeleteResponse, error)
 	// Invalidate drops cached copies without touching the origin.
 	Invalidate(ctx context.Context, in *InvalidateRequest, opts ...grpc.CallOption) (*InvalidateResponse, error)
+	// Subscribe opens a client's near-cache channel: the sidecar sends, in
+	// order, invalidations for every id the client holds (read through the
+	// sidecar with the subscriber id from the hello in the
+	// "lookahead-subscriber" metadata, or pushed) and, within budget_bytes,
+	// objects it predicts the client reads next. A client that falls behind
+	// is disconnected (RESOURCE_EXHAUSTED) and must empty its near cache, as
+	// on any break. docs/near-cache.md has the protocol.
+	Subscribe(ctx context.Context, in *SubscribeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubscribeResponse], error)
 }
 
 type sidecarServiceClient struct {
@@ -127,6 +136,25 @@ func (c *sidecarServiceClient) Invalidate(ctx context.Context, in *InvalidateReq
 	return out, nil
 }
 
+func (c *sidecarServiceClient) Subscribe(ctx context.Context, in *SubscribeRequest, opts ...grpc.CallOption) (grpc.ServerStreamingClient[SubscribeResponse], error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	stream, err := c.cc.NewStream(ctx, &SidecarService_ServiceDesc.Streams[1], SidecarService_Subscribe_FullMethodName, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	x := &grpc.GenericClientStream[SubscribeRequest, SubscribeResponse]{ClientStream: stream}
+	if err := x.ClientStream.SendMsg(in); err != nil {
+		return nil, err
+	}
+	if err := x.ClientStream.CloseSend(); err != nil {
+		return nil, err
+	}
+	return x, nil
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SidecarService_SubscribeClient = grpc.ServerStreamingClient[SubscribeResponse]
+
 // SidecarServiceServer is the server API for SidecarService service.
 // All implementations must embed UnimplementedSidecarServiceServer
 // for forward compatibility.
@@ -148,6 +176,14 @@ type SidecarServiceServer interface {
 	Delete(context.Context, *DeleteRequest) (*DeleteResponse, error)
 	// Invalidate drops cached copies without touching the origin.
 	Invalidate(context.Context, *InvalidateRequest) (*InvalidateResponse, error)
+	// Subscribe opens a client's near-cache channel: the sidecar sends, in
+	// order, invalidations for every id the client holds (read through the
+	// sidecar with the subscriber id from the hello in the
+	// "lookahead-subscriber" metadata, or pushed) and, within budget_bytes,
+	// objects it predicts the client reads next. A client that falls behind
+	// is disconnected (RESOURCE_EXHAUSTED) and must empty its near cache, as
+	// on any break. docs/near-cache.md has the protocol.
+	Subscribe(*SubscribeRequest, grpc.ServerStreamingServer[SubscribeResponse]) error
 	mustEmbedUnimplementedSidecarServiceServer()
 }
 
@@ -175,6 +211,9 @@ func (UnimplementedSidecarServiceServer) Delete(context.Context, *DeleteRequest)
 }
 func (UnimplementedSidecarServiceServer) Invalidate(context.Context, *InvalidateRequest) (*InvalidateResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method Invalidate not implemented")
+}
+func (UnimplementedSidecarServiceServer) Subscribe(*SubscribeRequest, grpc.ServerStreamingServer[SubscribeResponse]) error {
+	return status.Error(codes.Unimplemented, "method Subscribe not implemented")
 }
 func (UnimplementedSidecarServiceServer) mustEmbedUnimplementedSidecarServiceServer() {}
 func (UnimplementedSidecarServiceServer) testEmbeddedByValue()                        {}
@@ -298,6 +337,17 @@ func _SidecarService_Invalidate_Handler(srv interface{}, ctx context.Context, de
 	return interceptor(ctx, in, info, handler)
 }
 
+func _SidecarService_Subscribe_Handler(srv interface{}, stream grpc.ServerStream) error {
+	m := new(SubscribeRequest)
+	if err := stream.RecvMsg(m); err != nil {
+		return err
+	}
+	return srv.(SidecarServiceServer).Subscribe(m, &grpc.GenericServerStream[SubscribeRequest, SubscribeResponse]{ServerStream: stream})
+}
+
+// This type alias is provided for backwards compatibility with existing code that references the prior non-generic stream type by name.
+type SidecarService_SubscribeServer = grpc.ServerStreamingServer[SubscribeResponse]
+
 // SidecarService_ServiceDesc is the grpc.ServiceDesc for SidecarService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -330,6 +380,11 @@ var SidecarService_ServiceDesc = grpc.ServiceDesc{
 		{
 			StreamName:    "GetGraph",
 			Handler:       _SidecarService_GetGraph_Handler,
+			ServerStreams: true,
+		},
+		{
+			StreamName:    "Subscribe",
+			Handler:       _SidecarService_Subscribe_Handler,
 			ServerStreams: true,
 		},
 	},

@@ -134,3 +134,69 @@ class InvalidateResponse(_message.Message):
     INVALIDATED_FIELD_NUMBER: _ClassVar[int]
     invalidated: int
     def __init__(self, invalidated: _Optional[int] = ...) -> None: ...
+
+class SubscribeRequest(_message.Message):
+    __slots__ = ("budget_bytes", "client_name")
+    BUDGET_BYTES_FIELD_NUMBER: _ClassVar[int]
+    CLIENT_NAME_FIELD_NUMBER: _ClassVar[int]
+    budget_bytes: int
+    client_name: str
+    def __init__(self, budget_bytes: _Optional[int] = ..., client_name: _Optional[str] = ...) -> None: ...
+
+class SubscribeResponse(_message.Message):
+    __slots__ = ("events",)
+    EVENTS_FIELD_NUMBER: _ClassVar[int]
+    events: _containers.RepeatedCompositeFieldContainer[NearEvent]
+    def __init__(self, events: _Optional[_Iterable[_Union[NearEvent, _Mapping]]] = ...) -> None: ...
+
+class NearEvent(_message.Message):
+    __slots__ = ("hello", "invalidation", "push", "flush", "heartbeat")
+    HELLO_FIELD_NUMBER: _ClassVar[int]
+    INVALIDATION_FIELD_NUMBER: _ClassVar[int]
+    PUSH_FIELD_NUMBER: _ClassVar[int]
+    FLUSH_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_FIELD_NUMBER: _ClassVar[int]
+    hello: NearHello
+    invalidation: NearInvalidation
+    push: NearPush
+    flush: NearFlush
+    heartbeat: NearHeartbeat
+    def __init__(self, hello: _Optional[_Union[NearHello, _Mapping]] = ..., invalidation: _Optional[_Union[NearInvalidation, _Mapping]] = ..., push: _Optional[_Union[NearPush, _Mapping]] = ..., flush: _Optional[_Union[NearFlush, _Mapping]] = ..., heartbeat: _Optional[_Union[NearHeartbeat, _Mapping]] = ...) -> None: ...
+
+class NearHello(_message.Message):
+    __slots__ = ("subscriber_id", "heartbeat_millis", "max_age_millis")
+    SUBSCRIBER_ID_FIELD_NUMBER: _ClassVar[int]
+    HEARTBEAT_MILLIS_FIELD_NUMBER: _ClassVar[int]
+    MAX_AGE_MILLIS_FIELD_NUMBER: _ClassVar[int]
+    subscriber_id: str
+    heartbeat_millis: int
+    max_age_millis: int
+    def __init__(self, subscriber_id: _Optional[str] = ..., heartbeat_millis: _Optional[int] = ..., max_age_millis: _Optional[int] = ...) -> None: ...
+
+class NearInvalidation(_message.Message):
+    __slots__ = ("id", "version", "deleted")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    DELETED_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    version: int
+    deleted: bool
+    def __init__(self, id: _Optional[str] = ..., version: _Optional[int] = ..., deleted: _Optional[bool] = ...) -> None: ...
+
+class NearPush(_message.Message):
+    __slots__ = ("object", "reason")
+    OBJECT_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    object: _object_pb2.Object
+    reason: str
+    def __init__(self, object: _Optional[_Union[_object_pb2.Object, _Mapping]] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class NearFlush(_message.Message):
+    __slots__ = ("reason",)
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    reason: str
+    def __init__(self, reason: _Optional[str] = ...) -> None: ...
+
+class NearHeartbeat(_message.Message):
+    __slots__ = ()
+    def __init__(self) -> None: ...

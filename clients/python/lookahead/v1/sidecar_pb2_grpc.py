@@ -67,6 +67,11 @@ class SidecarServiceStub:
                 request_serializer=lookahead_dot_v1_dot_sidecar__pb2.InvalidateRequest.SerializeToString,
                 response_deserializer=lookahead_dot_v1_dot_sidecar__pb2.InvalidateResponse.FromString,
                 _registered_method=True)
+        self.Subscribe = channel.unary_stream(
+                '/lookahead.v1.SidecarService/Subscribe',
+                request_serializer=lookahead_dot_v1_dot_sidecar__pb2.SubscribeRequest.SerializeToString,
+                response_deserializer=lookahead_dot_v1_dot_sidecar__pb2.SubscribeResponse.FromString,
+                _registered_method=True)
 
 
 class SidecarServiceServicer:
@@ -118,6 +123,19 @@ class SidecarServiceServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def Subscribe(self, request, context):
+        """Subscribe opens a client's near-cache channel: the sidecar sends, in
+        order, invalidations for every id the client holds (read through the
+        sidecar with the subscriber id from the hello in the
+        "lookahead-subscriber" metadata, or pushed) and, within budget_bytes,
+        objects it predicts the client reads next. A client that falls behind
+        is disconnected (RESOURCE_EXHAUSTED) and must empty its near cache, as
+        on any break. docs/near-cache.md has the protocol.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SidecarServiceServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -150,6 +168,11 @@ def add_SidecarServiceServicer_to_server(servicer, server):
                     servicer.Invalidate,
                     request_deserializer=lookahead_dot_v1_dot_sidecar__pb2.InvalidateRequest.FromString,
                     response_serializer=lookahead_dot_v1_dot_sidecar__pb2.InvalidateResponse.SerializeToString,
+            ),
+            'Subscribe': grpc.unary_stream_rpc_method_handler(
+                    servicer.Subscribe,
+                    request_deserializer=lookahead_dot_v1_dot_sidecar__pb2.SubscribeRequest.FromString,
+                    response_serializer=lookahead_dot_v1_dot_sidecar__pb2.SubscribeResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -317,6 +340,33 @@ class SidecarService:
             '/lookahead.v1.SidecarService/Invalidate',
             lookahead_dot_v1_dot_sidecar__pb2.InvalidateRequest.SerializeToString,
             lookahead_dot_v1_dot_sidecar__pb2.InvalidateResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def Subscribe(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/lookahead.v1.SidecarService/Subscribe',
+            lookahead_dot_v1_dot_sidecar__pb2.SubscribeRequest.SerializeToString,
+            lookahead_dot_v1_dot_sidecar__pb2.SubscribeResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -1,0 +1,98 @@
+"""The near cache against the real sidecar: in-process answers, invalidations,
+pushes, and emptying when the channel breaks."""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import grpc
+import pytest
+
+from conftest import bin_dir, start, wait_serving
+from lookahead import CacheStatus, LookaheadClient, Object
+
+NEAR = CacheStatus.CACHE_STATUS_UNSPECIFIED  # the status of a near-cache answer
+
+
+def eventually(cond, what: str, timeout: float = 10.0):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        got = cond()
+        if got:
+            return got
+        time.sleep(0.002)
+    pytest.fail(f"not within {timeout}s: {what}")
+
+
+def near_hit(c: LookaheadClient, id_: str):
+    # depth=0: no prefetch below id, which other tests' trees must not see.
+    return eventually(lambda: (r := c.get(id_, depth=0)).status == NEAR and r, f"{id_} answered by the near cache")
+
+
+@pytest.fixture
+def near(stack):
+    with LookaheadClient(stack.target, near_cache_bytes=1 << 22, client_name="pytest") as c:
+        yield c
+
+
+def test_reads_are_answered_in_process(near):
+    obj = near_hit(near, "task-2.1").object
+    assert obj.id == "task-2.1"
+    resp = near.batch_get(["task-2.1", "task-2.2", "task-2.1", "nope"], depth=0)
+    assert [r.object.id for r in resp.results] == ["task-2.1", "task-2.2"]
+    assert resp.results[0].status == NEAR
+    assert list(resp.missing_ids) == ["nope"]
+    st = near.near_stats()
+    assert st.hits > 0 and st.misses > 0 and st.objects > 0
+
+
+def test_own_writes_at_once_others_soon(stack, near):
+    obj = near_hit(near, "task-2.3").object
+    v = near.put(Object(id=obj.id, type=obj.type, refs=obj.refs, payload=b"own"))
+    assert near.get("task-2.3").object.version == v, "read your own write"
+    near_hit(near, "task-2.3")
+    with LookaheadClient(stack.target) as other:
+        v2 = other.put(Object(id=obj.id, type=obj.type, refs=obj.refs, payload=b"other"))
+    eventually(lambda: near.get("task-2.3").object.version == v2, "another client's write arrives")
+    assert near.near_stats().invalidations > 0
+    near.delete("task-2.3")
+    with pytest.raises(grpc.RpcError) as e:
+        near.get("task-2.3")
+    assert e.value.code() == grpc.StatusCode.NOT_FOUND
+
+
+def test_prefetched_objects_are_pushed(near):
+    near_hit(near, "task-2.9")
+    near.invalidate(["task-2.4", "task-2.21", "task-2.22"])
+    near.batch_get(["task-2.4"], depth=2)
+    eventually(lambda: near.get("task-2.22").status == NEAR, "a prefetched child is pushed")
+    st = near.near_stats()
+    assert st.pushes_received > 0 and st.pushes_used > 0
+
+
+def test_emptied_when_the_channel_breaks():
+    bins = bin_dir()
+    workdir = Path(tempfile.mkdtemp(prefix="lookahead-py-near-"))
+    procs = []
+    try:
+        origin = start(bins / "origin", ["--listen", "127.0.0.1:0", "--metrics-listen", "",
+                                         "--data", str(workdir / "data"), "--seed", "tasks", "--task-roots", "1"], workdir)
+        procs.append(origin)
+        wait_serving(origin)
+        sidecar = start(bins / "sidecar", ["--listen", "127.0.0.1:0", "--metrics-listen", "",
+                                           "--origin", origin.grpc], workdir)
+        procs.append(sidecar)
+        wait_serving(sidecar)
+        with LookaheadClient(sidecar.grpc, near_cache_bytes=1 << 20, timeout=2) as c:
+            near_hit(c, "task-0")
+            sidecar.stop()
+            eventually(lambda: c.near_stats().objects == 0 and c.near_stats().flushes > 0, "emptied")
+            with pytest.raises(grpc.RpcError):
+                c.get("task-0")
+    finally:
+        for p in reversed(procs):
+            p.stop()
+        shutil.rmtree(workdir, ignore_errors=True)

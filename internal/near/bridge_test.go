@@ -1,0 +1,61 @@
+package near
+
+import (
+	"context"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
+)
+
+type fakeOrigin struct{}
+
+func (fakeOrigin) BatchGet(_ context.Context, ids []string) ([]*graph.Object, []string, error) {
+	return []*graph.Object{obj(ids[0], 1)}, ids[1:], nil
+}
+
+func (fakeOrigin) Expand(_ context.Context, roots []string, _ graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+	return fn(0, []*graph.Object{obj(roots[0], 1)}, nil)
+}
+
+func TestFetcherTellsTheHubOfEveryChangeAndClear(t *testing.T) {
+	h := newHub(t, Config{})
+	s := h.Subscribe(0, "")
+	defer h.Unsubscribe(s)
+	c, err := cache.New(cache.Config{}, wire.Cache(metrics.New(prometheus.NewRegistry())))
+	require.NoError(t, err)
+	defer c.Close()
+	f, err := fetch.New(fetch.Config{}, fakeOrigin{}, c)
+	require.NoError(t, err)
+	nf := h.Fetcher(f)
+	h.Track(s.ID, []string{"x", "y"})
+	nf.Changed("x", 5, false)
+	nf.InvalidateVersion("y", 2, true)
+	assert.Equal(t, []string{"invalidation x v5", "invalidation y v2"}, kinds(h.Take(s, 10)))
+	nf.Changed("x", 6, false)
+	nf.Clear()
+	assert.Equal(t, []string{"flush  v0"}, kinds(h.Take(s, 10)), "the clear supersedes the queued invalidation")
+}
+
+func TestFetchingOffersWhatTheOriginSent(t *testing.T) {
+	h := newHub(t, Config{})
+	s := h.Subscribe(1<<20, "")
+	defer h.Unsubscribe(s)
+	o := h.Fetching(fakeOrigin{})
+	found, missing, err := o.BatchGet(context.Background(), []string{"a", "gone"})
+	require.NoError(t, err)
+	assert.Len(t, found, 1)
+	assert.Equal(t, []string{"gone"}, missing)
+	require.NoError(t, o.Expand(context.Background(), []string{"b"}, graph.Budget{}, func(int, []*graph.Object, []string) error { return nil }))
+	evs := h.Take(s, 10)
+	assert.Equal(t, []string{"push a v1", "push b v1"}, kinds(evs))
+	assert.Equal(t, "fetch", evs[0].Reason)
+	assert.Equal(t, "expand", evs[1].Reason)
+}

@@ -1,0 +1,276 @@
+// Package near keeps application near caches coherent: it tracks what each
+// subscriber holds and queues, per subscriber and in order, invalidations
+// and predicted objects for it.
+package near
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// Config tunes the hub. Zero values take the defaults.
+type Config struct {
+	// QueueEvents bounds each subscriber's queue; a subscriber whose queue
+	// is full when an invalidation must be queued is disconnected. Pushes
+	// are only queued while the queue is less than three quarters full.
+	// Default 65536.
+	QueueEvents int
+	// MaxHeld bounds the ids tracked per subscriber; past it the subscriber
+	// is sent a flush and tracking starts over. Default 262144.
+	MaxHeld int
+	// Floors is how many recent changes the hub remembers to refuse pushing
+	// a copy older than one it already announced. Default 65536.
+	Floors int
+	// Heartbeat is the longest a subscriber goes without an event; default 1s.
+	Heartbeat time.Duration
+	// MaxAge is announced to subscribers as how long a near copy may be
+	// kept (the sidecar's TTL); 0 = no limit.
+	MaxAge time.Duration
+}
+
+func (c *Config) setDefaults() {
+	if c.QueueEvents == 0 {
+		c.QueueEvents = 65536
+	}
+	if c.MaxHeld == 0 {
+		c.MaxHeld = 262144
+	}
+	if c.Floors == 0 {
+		c.Floors = 65536
+	}
+	if c.Heartbeat == 0 {
+		c.Heartbeat = time.Second
+	}
+}
+
+func (c Config) validate() error {
+	var errs []error
+	for _, v := range []struct {
+		name string
+		n    int
+	}{{"queue events", c.QueueEvents}, {"max held", c.MaxHeld}, {"floors", c.Floors}} {
+		if v.n < 1 {
+			errs = append(errs, fmt.Errorf("near %s %d: must be at least 1", v.name, v.n))
+		}
+	}
+	if c.Heartbeat <= 0 {
+		errs = append(errs, fmt.Errorf("near heartbeat %v: must be positive", c.Heartbeat))
+	}
+	if c.MaxAge < 0 {
+		errs = append(errs, fmt.Errorf("near max age %v: must not be negative", c.MaxAge))
+	}
+	return errors.Join(errs...)
+}
+
+// Hub owns the subscribers. Its methods are safe for concurrent use and
+// never block on a subscriber.
+type Hub struct {
+	cfg Config
+	m   *hubMetrics
+
+	mu     sync.Mutex // guards everything below and every subscriber's state
+	subs   map[string]*Subscriber
+	floors *floors
+	next   atomic.Uint64
+}
+
+// New makes a hub, registering its metrics on reg.
+func New(cfg Config, reg prometheus.Registerer) (*Hub, error) {
+	cfg.setDefaults()
+	if err := cfg.validate(); err != nil {
+		return nil, err
+	}
+	return &Hub{cfg: cfg, m: newHubMetrics(reg), subs: map[string]*Subscriber{}, floors: newFloors(cfg.Floors)}, nil
+}
+
+// Config returns the hub's settings, defaults filled in.
+func (h *Hub) Config() Config { return h.cfg }
+
+// Subscribe registers a subscriber with a near-cache budget of budget bytes
+// (0: invalidations only). Unsubscribe must follow.
+func (h *Hub) Subscribe(budget int64, name string) *Subscriber {
+	s := &Subscriber{
+		ID:     strconv.FormatUint(h.next.Add(1), 36) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
+		budget: budget,
+		label:  h.m.label(name),
+		held:   map[string]struct{}{},
+		wake:   make(chan struct{}, 1),
+		gone:   make(chan struct{}),
+	}
+	h.mu.Lock()
+	h.subs[s.ID] = s
+	h.mu.Unlock()
+	h.m.subscribers.Inc()
+	return s
+}
+
+// Unsubscribe forgets s; it is safe to call more than once.
+func (h *Hub) Unsubscribe(s *Subscriber) {
+	h.mu.Lock()
+	_, ok := h.subs[s.ID]
+	delete(h.subs, s.ID)
+	h.mu.Unlock()
+	if ok {
+		h.m.subscribers.Dec()
+	}
+}
+
+// Track records that subscriber id is about to read ids through the
+// sidecar: from now on it is sent every change to them. It must be called
+// before the read, so that no change between the read and the tracking is
+// missed. An unknown subscriber is ignored.
+func (h *Hub) Track(subscriber string, ids []string) {
+	if subscriber == "" {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	s := h.subs[subscriber]
+	if s == nil {
+		return
+	}
+	for _, id := range ids {
+		h.holdLocked(s, id)
+	}
+}
+
+// holdLocked marks id held by s; past MaxHeld, s is flushed and tracking
+// starts over with id.
+func (h *Hub) holdLocked(s *Subscriber, id string) {
+	if _, ok := s.held[id]; ok {
+		return
+	}
+	if len(s.held) >= h.cfg.MaxHeld {
+		h.flushLocked(s, "tracking limit")
+	}
+	s.held[id] = struct{}{}
+}
+
+// Changed announces a write-side event: id now has version (or was deleted
+// at version). Every subscriber holding id is sent an invalidation, in
+// order with everything queued for it before. version 0 means unknown: the
+// subscribers drop their copies without a floor.
+func (h *Hub) Changed(id string, version uint64, deleted bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if version > 0 {
+		h.floors.raise(id, version, deleted)
+	}
+	for _, s := range h.subs {
+		if _, ok := s.held[id]; !ok {
+			continue
+		}
+		h.enqueueLocked(s, Event{Kind: KindInvalidation, ID: id, Version: version, Deleted: deleted})
+	}
+}
+
+// Dropped announces that cached copies of ids were dropped without a
+// change (an Invalidate call): subscribers drop theirs.
+func (h *Hub) Dropped(ids ...string) {
+	for _, id := range ids {
+		h.Changed(id, 0, false)
+	}
+}
+
+// Flush tells every subscriber to drop everything it holds: the sidecar's
+// cache was cleared or the origin changed identity. Queued events are
+// superseded by it.
+func (h *Hub) Flush(reason string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.subs {
+		h.flushLocked(s, reason)
+	}
+}
+
+func (h *Hub) flushLocked(s *Subscriber, reason string) {
+	if s.closed {
+		return
+	}
+	s.queue = append(s.queue[:0], Event{Kind: KindFlush, Reason: reason})
+	s.held = map[string]struct{}{}
+	s.signal()
+}
+
+// Predicted offers objects the sidecar predicts will be read next. Each
+// subscriber with a budget is pushed those it does not hold, newer than any
+// change announced for them, up to its budget per call; pushes never
+// disconnect a subscriber (a busy queue drops them, counted).
+func (h *Hub) Predicted(objs []*graph.Object, reason string) {
+	if len(objs) == 0 {
+		return
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	for _, s := range h.subs {
+		if s.budget <= 0 || s.closed {
+			continue
+		}
+		var sent int64
+		for _, o := range objs {
+			if _, ok := s.held[o.ID]; ok || h.floors.below(o) {
+				continue
+			}
+			sz := o.Size()
+			if sent+sz > s.budget || len(s.queue) >= h.cfg.QueueEvents*3/4 {
+				h.m.pushDropped.WithLabelValues(s.label).Inc()
+				continue
+			}
+			sent += sz
+			h.holdLocked(s, o.ID)
+			h.enqueueLocked(s, Event{Kind: KindPush, Object: o, Reason: reason})
+		}
+	}
+}
+
+// enqueueLocked queues e for s, or disconnects s when its queue is full.
+func (h *Hub) enqueueLocked(s *Subscriber, e Event) {
+	if s.closed {
+		return
+	}
+	if len(s.queue) >= h.cfg.QueueEvents {
+		s.closed = true
+		s.reason = fmt.Sprintf("subscriber fell behind: %d events queued", len(s.queue))
+		s.queue = nil
+		close(s.gone)
+		h.m.disconnects.WithLabelValues(s.label, "behind").Inc()
+		return
+	}
+	s.queue = append(s.queue, e)
+	s.signal()
+}
+
+// Take removes and returns up to max queued events of s (nil when none).
+func (h *Hub) Take(s *Subscriber, max int) []Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	n := min(max, len(s.queue))
+	if n == 0 {
+		return nil
+	}
+	out := make([]Event, n)
+	copy(out, s.queue)
+	for _, e := range out {
+		h.m.events.WithLabelValues(s.label, e.Kind.String()).Inc()
+	}
+	rest := copy(s.queue, s.queue[n:])
+	clear(s.queue[rest:])
+	s.queue = s.queue[:rest]
+	if rest > 0 {
+		s.signal()
+	}
+	return out
+}
+
+// Heartbeat counts a heartbeat sent to s.
+func (h *Hub) Heartbeat(s *Subscriber) {
+	h.m.events.WithLabelValues(s.label, KindHeartbeat.String()).Inc()
+}

@@ -1,0 +1,166 @@
+package near
+
+import (
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m)
+}
+
+func newHub(t *testing.T, cfg Config) *Hub {
+	t.Helper()
+	h, err := New(cfg, prometheus.NewRegistry())
+	require.NoError(t, err)
+	return h
+}
+
+func obj(id string, v uint64) *graph.Object {
+	return &graph.Object{ID: id, Version: v, Type: "T", Payload: []byte("0123456789")}
+}
+
+// kinds summarises events as "kind id vN".
+func kinds(evs []Event) []string {
+	var out []string
+	for _, e := range evs {
+		id, v := e.ID, e.Version
+		if e.Object != nil {
+			id, v = e.Object.ID, e.Object.Version
+		}
+		out = append(out, e.Kind.String()+" "+id+" v"+string(rune('0'+v)))
+	}
+	return out
+}
+
+func TestChangesReachOnlyTheSubscribersHoldingTheID(t *testing.T) {
+	h := newHub(t, Config{})
+	a, b := h.Subscribe(0, "a"), h.Subscribe(0, "b")
+	defer h.Unsubscribe(a)
+	defer h.Unsubscribe(b)
+	h.Track(a.ID, []string{"x"})
+	h.Track("no-such-subscriber", []string{"x"})
+	h.Changed("x", 3, false)
+	h.Changed("y", 1, false)
+	assert.Equal(t, []string{"invalidation x v3"}, kinds(h.Take(a, 10)))
+	assert.Empty(t, h.Take(b, 10))
+	select {
+	case <-a.Wake():
+	default:
+		t.Fatal("a queued event wakes the subscriber")
+	}
+}
+
+func TestPushesAndInvalidationsKeepTheirOrderPerID(t *testing.T) {
+	h := newHub(t, Config{})
+	s := h.Subscribe(1<<20, "")
+	defer h.Unsubscribe(s)
+	h.Predicted([]*graph.Object{obj("x", 1), obj("y", 1)}, "expand")
+	h.Changed("x", 2, false)
+	h.Predicted([]*graph.Object{obj("x", 1)}, "expand") // older than the change: refused
+	h.Predicted([]*graph.Object{obj("y", 1)}, "expand") // held already: not sent again
+	h.Changed("z", 4, true)
+	h.Predicted([]*graph.Object{obj("z", 4)}, "expand") // deleted at 4: refused
+	assert.Equal(t, []string{"push x v1", "push y v1", "invalidation x v2"}, kinds(h.Take(s, 10)))
+}
+
+func TestPushesStayWithinTheBudgetAndNeedOne(t *testing.T) {
+	h := newHub(t, Config{})
+	small := h.Subscribe(2*obj("a", 1).Size(), "small")
+	none := h.Subscribe(0, "none")
+	defer h.Unsubscribe(small)
+	defer h.Unsubscribe(none)
+	h.Predicted([]*graph.Object{obj("a", 1), obj("b", 1), obj("c", 1)}, "fetch")
+	assert.Len(t, h.Take(small, 10), 2)
+	assert.Empty(t, h.Take(none, 10), "a subscriber without a budget gets invalidations only")
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.m.pushDropped.WithLabelValues("small")))
+}
+
+func TestASubscriberThatFallsBehindIsDisconnectedNotWaitedFor(t *testing.T) {
+	h := newHub(t, Config{QueueEvents: 4})
+	s := h.Subscribe(1<<20, "slow")
+	defer h.Unsubscribe(s)
+	ids := []string{"a", "b", "c", "d", "e"}
+	h.Track(s.ID, ids)
+	h.Predicted([]*graph.Object{obj("p", 1), obj("q", 1), obj("r", 1), obj("s", 1)}, "fetch")
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.m.pushDropped.WithLabelValues("slow")), "pushes stop at three quarters of the queue")
+	for _, id := range ids {
+		h.Changed(id, 2, false) // never blocks
+	}
+	select {
+	case <-s.Gone():
+	default:
+		t.Fatal("a full queue disconnects the subscriber")
+	}
+	assert.Contains(t, s.Reason(), "fell behind")
+	assert.Empty(t, h.Take(s, 10))
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.m.disconnects.WithLabelValues("slow", "behind")))
+}
+
+func TestFlushSupersedesQueuedEventsAndForgetsHoldings(t *testing.T) {
+	h := newHub(t, Config{})
+	s := h.Subscribe(0, "")
+	defer h.Unsubscribe(s)
+	h.Track(s.ID, []string{"x"})
+	h.Changed("x", 2, false)
+	h.Flush("origin changed")
+	h.Changed("x", 3, false)
+	evs := h.Take(s, 10)
+	require.Len(t, evs, 1)
+	assert.Equal(t, KindFlush, evs[0].Kind)
+	assert.Equal(t, "origin changed", evs[0].Reason)
+}
+
+func TestTrackingPastTheLimitFlushesAndStartsOver(t *testing.T) {
+	h := newHub(t, Config{MaxHeld: 2})
+	s := h.Subscribe(0, "")
+	defer h.Unsubscribe(s)
+	h.Track(s.ID, []string{"a", "b", "c"})
+	h.Changed("a", 2, false)
+	h.Changed("c", 2, false)
+	assert.Equal(t, []string{"flush  v0", "invalidation c v2"}, kinds(h.Take(s, 10)))
+}
+
+func TestDroppedSendsAnUnversionedInvalidation(t *testing.T) {
+	h := newHub(t, Config{})
+	s := h.Subscribe(0, "")
+	h.Track(s.ID, []string{"x"})
+	h.Dropped("x")
+	assert.Equal(t, []string{"invalidation x v0"}, kinds(h.Take(s, 10)))
+	h.Unsubscribe(s)
+	h.Unsubscribe(s)
+	assert.Equal(t, 0.0, testutil.ToFloat64(h.m.subscribers))
+}
+
+func TestClientNamesInLabelsAreBounded(t *testing.T) {
+	h := newHub(t, Config{})
+	for i := range maxLabels + 3 {
+		s := h.Subscribe(0, string(rune('a'+i)))
+		h.Unsubscribe(s)
+	}
+	assert.Equal(t, "other", h.m.label("zz"))
+	assert.Equal(t, "a", h.m.label("a"))
+	assert.Equal(t, "unnamed", h.m.label(""))
+}
+
+func TestConfigIsValidated(t *testing.T) {
+	for name, cfg := range map[string]Config{
+		"queue":     {QueueEvents: -1},
+		"held":      {MaxHeld: -1},
+		"floors":    {Floors: -2},
+		"heartbeat": {Heartbeat: -1},
+		"max age":   {MaxAge: -1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := New(cfg, prometheus.NewRegistry())
+			assert.Error(t, err)
+		})
+	}
+}

@@ -1,0 +1,57 @@
+package near
+
+import (
+	"sync"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// maxLabels bounds the distinct client names in metric labels; later names
+// count as "other".
+const maxLabels = 16
+
+type hubMetrics struct {
+	subscribers prometheus.Gauge
+	events      *prometheus.CounterVec
+	pushDropped *prometheus.CounterVec
+	disconnects *prometheus.CounterVec
+
+	mu    sync.Mutex
+	names map[string]bool
+}
+
+func newHubMetrics(reg prometheus.Registerer) *hubMetrics {
+	m := &hubMetrics{
+		subscribers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "lookahead_near_subscribers",
+			Help: "Near-cache channels (Subscribe streams) open."}),
+		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lookahead_near_events_total",
+			Help: "Events sent to near-cache subscribers, by client name and kind (invalidation, push, flush, heartbeat)."},
+			[]string{"client", "kind"}),
+		pushDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lookahead_near_push_dropped_total",
+			Help: "Predicted objects not pushed because the subscriber's budget for the prediction or its queue was full."},
+			[]string{"client"}),
+		disconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lookahead_near_disconnects_total",
+			Help: "Near-cache subscribers the sidecar disconnected, by client name and reason (behind)."},
+			[]string{"client", "reason"}),
+		names: map[string]bool{},
+	}
+	reg.MustRegister(m.subscribers, m.events, m.pushDropped, m.disconnects)
+	return m
+}
+
+// label maps a client's announced name to a bounded label value.
+func (m *hubMetrics) label(name string) string {
+	if name == "" {
+		return "unnamed"
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.names[name] {
+		return name
+	}
+	if len(m.names) >= maxLabels {
+		return "other"
+	}
+	m.names[name] = true
+	return name
+}

@@ -1,0 +1,108 @@
+package server
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
+	"github.com/lookahead-dev/lookahead/internal/near"
+)
+
+// SubscriberHeader is the metadata key under which a near-cache client
+// sends the subscriber id of its Subscribe stream with its reads.
+const SubscriberHeader = "lookahead-subscriber"
+
+// maxClientName bounds SubscribeRequest.client_name.
+const maxClientName = 128
+
+// eventsPerMessage bounds the events of one SubscribeResponse.
+const eventsPerMessage = 512
+
+// EnableNear serves Subscribe from hub and tells it of the reads, writes and
+// invalidations that pass through this server. Call it before serving.
+func (s *Server) EnableNear(hub *near.Hub) { s.near = hub }
+
+// track tells the hub that the caller, if it is a near-cache subscriber, is
+// about to read ids: before the read, so no change after it is missed.
+func (s *Server) track(ctx context.Context, ids []string) {
+	if s.near == nil {
+		return
+	}
+	if v := metadata.ValueFromIncomingContext(ctx, SubscriberHeader); len(v) > 0 {
+		s.near.Track(v[0], ids)
+	}
+}
+
+// Subscribe implements lookaheadv1.SidecarServiceServer.
+func (s *Server) Subscribe(req *lookaheadv1.SubscribeRequest, stream lookaheadv1.SidecarService_SubscribeServer) error {
+	if s.near == nil {
+		return status.Error(codes.Unimplemented, "subscribe: the near-cache hub is not enabled on this sidecar")
+	}
+	if req.GetBudgetBytes() > math.MaxInt64 {
+		return status.Errorf(codes.InvalidArgument, "budget_bytes %d: at most %d", req.GetBudgetBytes(), int64(math.MaxInt64))
+	}
+	if n := len(req.GetClientName()); n > maxClientName {
+		return status.Errorf(codes.InvalidArgument, "client_name: %d bytes, at most %d", n, maxClientName)
+	}
+	sub := s.near.Subscribe(int64(req.GetBudgetBytes()), req.GetClientName())
+	defer s.near.Unsubscribe(sub)
+	cfg := s.near.Config()
+	hello := &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Hello{Hello: &lookaheadv1.NearHello{
+		SubscriberId:    sub.ID,
+		HeartbeatMillis: uint32(cfg.Heartbeat / time.Millisecond),
+		MaxAgeMillis:    uint64(cfg.MaxAge / time.Millisecond),
+	}}}
+	if err := stream.Send(&lookaheadv1.SubscribeResponse{Events: []*lookaheadv1.NearEvent{hello}}); err != nil {
+		return err
+	}
+	tick := time.NewTicker(cfg.Heartbeat / 2)
+	defer tick.Stop()
+	sent := true // since the last tick
+	for {
+		select {
+		case <-stream.Context().Done():
+			return status.FromContextError(stream.Context().Err()).Err()
+		case <-sub.Gone():
+			return status.Error(codes.ResourceExhausted, sub.Reason()+": flush the near cache and subscribe again")
+		case <-sub.Wake():
+			for evs := s.near.Take(sub, eventsPerMessage); len(evs) > 0; evs = s.near.Take(sub, eventsPerMessage) {
+				if err := stream.Send(&lookaheadv1.SubscribeResponse{Events: nearEvents(evs)}); err != nil {
+					return err
+				}
+				sent = true
+			}
+		case <-tick.C:
+			if !sent {
+				hb := &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Heartbeat{Heartbeat: &lookaheadv1.NearHeartbeat{}}}
+				if err := stream.Send(&lookaheadv1.SubscribeResponse{Events: []*lookaheadv1.NearEvent{hb}}); err != nil {
+					return err
+				}
+				s.near.Heartbeat(sub)
+			}
+			sent = false
+		}
+	}
+}
+
+func nearEvents(evs []near.Event) []*lookaheadv1.NearEvent {
+	out := make([]*lookaheadv1.NearEvent, len(evs))
+	for i, e := range evs {
+		switch e.Kind {
+		case near.KindInvalidation:
+			out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Invalidation{Invalidation: &lookaheadv1.NearInvalidation{
+				Id: e.ID, Version: e.Version, Deleted: e.Deleted}}}
+		case near.KindPush:
+			out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Push{Push: &lookaheadv1.NearPush{
+				Object: graphpb.ToProto(e.Object), Reason: e.Reason}}}
+		default:
+			out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Flush{Flush: &lookaheadv1.NearFlush{Reason: e.Reason}}}
+		}
+	}
+	return out
+}

@@ -1,0 +1,112 @@
+package lookahead
+
+import (
+	"context"
+	"sort"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+)
+
+// heldClient is a client whose near cache holds n task objects under a live
+// subscription, without a sidecar: what an in-process hit costs.
+func heldClient(n int) (*Client, []string) {
+	s := newStore(64 << 20)
+	s.up("bench", time.Hour, 0)
+	ids := make([]string, n)
+	for i := range ids {
+		ids[i] = "task-" + string(rune('a'+i%26)) + "-" + time.Duration(i).String()
+		s.putLocked(&lookaheadv1.Object{Id: ids[i], Version: 1, Type: "Task", Payload: []byte("0123456789"),
+			Refs: []*lookaheadv1.Ref{{Field: "subtasks", Id: "x"}}}, false)
+	}
+	return &Client{near: &nearCache{store: s}}, ids
+}
+
+func TestNearHitAllocatesNothing(t *testing.T) {
+	c, ids := heldClient(100)
+	ctx := context.Background()
+	i := 0
+	allocs := testing.AllocsPerRun(1000, func() {
+		o, st, err := c.Get(ctx, ids[i%len(ids)], nil)
+		if err != nil || !st.Near || o == nil {
+			t.Fatal("not a near hit")
+		}
+		i++
+	})
+	assert.Zero(t, allocs, "the returned object is shared, not copied")
+}
+
+func TestStoreRefusesWhatIsOlderThanItKnows(t *testing.T) {
+	s := newStore(1 << 20)
+	s.up("s", time.Hour, 0)
+	obj := func(v uint64) *lookaheadv1.Object { return &lookaheadv1.Object{Id: "x", Version: v} }
+	tk := s.takeTicket()
+	assert.True(t, s.fill(obj(2), tk, false))
+	assert.False(t, s.fill(obj(1), tk, false), "an older copy never replaces a newer one")
+	s.floor("x", 5, false, false)
+	assert.Nil(t, s.get("x"))
+	assert.False(t, s.fill(obj(4), tk, false), "below the floor")
+	assert.True(t, s.fill(obj(5), tk, false))
+	s.floor("x", 5, true, false)
+	assert.False(t, s.fill(obj(5), tk, false), "deleted at 5")
+	s.floor("y", 0, true, true)
+	assert.False(t, s.fill(&lookaheadv1.Object{Id: "y", Version: 99}, tk, false), "pending: every copy refused")
+	s.floor("y", 7, true, false)
+	assert.True(t, s.fill(&lookaheadv1.Object{Id: "y", Version: 8}, tk, false), "the stream resolved it")
+	s.flush(true)
+	assert.False(t, s.fill(obj(9), tk, false), "a ticket from before a flush")
+	s.flush(false)
+	assert.Empty(t, s.takeTicket().subscriber, "no subscription, no tracked reads")
+}
+
+func TestStoreStaysWithinItsBudgetAndKeepsWhatIsHit(t *testing.T) {
+	s := newStore(10 * (entryOverhead + 16))
+	s.up("s", time.Hour, 0)
+	put := func(id string) { s.putLocked(&lookaheadv1.Object{Id: id, Version: 1}, false) }
+	put("hot")
+	for i := 0; i < 30; i++ {
+		s.get("hot")
+		put(string(rune('a' + i)))
+	}
+	assert.LessOrEqual(t, s.bytes, s.budget)
+	assert.NotNil(t, s.get("hot"), "second chance keeps what is read")
+}
+
+func TestStoreTrustsNothingPastItsLeaseOrMaxAge(t *testing.T) {
+	s := newStore(1 << 20)
+	s.up("s", time.Hour, time.Nanosecond)
+	s.putLocked(&lookaheadv1.Object{Id: "x", Version: 1}, false)
+	time.Sleep(time.Millisecond)
+	assert.Nil(t, s.get("x"), "older than max age")
+	s.up("s", time.Hour, 0)
+	s.lastHeard.Store(time.Now().Add(-2 * time.Hour).UnixNano())
+	assert.Nil(t, s.get("x"), "silent past the lease")
+}
+
+// BenchmarkNearHit is one Get answered by the near cache; it also reports
+// the median of sampled single calls.
+func BenchmarkNearHit(b *testing.B) {
+	c, ids := heldClient(10000)
+	ctx := context.Background()
+	b.ReportAllocs()
+	var samples []time.Duration
+	i := 0
+	for b.Loop() {
+		id := ids[i%len(ids)]
+		if i%64 == 0 {
+			start := time.Now()
+			c.Get(ctx, id, nil)
+			samples = append(samples, time.Since(start))
+		} else {
+			c.Get(ctx, id, nil)
+		}
+		i++
+	}
+	if len(samples) > 0 {
+		sort.Slice(samples, func(a, b int) bool { return samples[a] < samples[b] })
+		b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds()), "p50-ns")
+	}
+}

@@ -1,0 +1,133 @@
+package lookahead_test
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+
+	"github.com/lookahead-dev/lookahead"
+)
+
+const waitFor, tick = 10 * time.Second, 2 * time.Millisecond
+
+// nearHit reads id until the near cache answers it.
+func nearHit(t *testing.T, c *lookahead.Client, id string) *lookaheadv1.Object {
+	t.Helper()
+	var obj *lookaheadv1.Object
+	require.Eventually(t, func() bool {
+		o, st, err := c.Get(context.Background(), id, nil)
+		obj = o
+		return err == nil && st.Near
+	}, waitFor, tick, "%s is answered by the near cache", id)
+	return obj
+}
+
+func TestNearCacheAnswersWhatWasReadInProcess(t *testing.T) {
+	c := dial(t, sidecarAddr, lookahead.WithNearCache(1<<20), lookahead.WithClientName("test"))
+	obj := nearHit(t, c, "task-3.1")
+	assert.Equal(t, "task-3.1", obj.GetId())
+	rs, missing, err := c.BatchGet(context.Background(), []string{"task-3.1", "task-3.2", "task-3.1", "nope"}, nil)
+	require.NoError(t, err)
+	require.Len(t, rs, 2, "request order, duplicates removed")
+	assert.Equal(t, "task-3.1", rs[0].Object.GetId())
+	assert.True(t, rs[0].Near)
+	assert.Equal(t, "task-3.2", rs[1].Object.GetId())
+	assert.Equal(t, []string{"nope"}, missing)
+	st := c.NearStats()
+	assert.Positive(t, st.Hits)
+	assert.Positive(t, st.Misses)
+	assert.Positive(t, st.Objects)
+}
+
+func TestNearCacheSeesWritesOwnAtOnceOthersSoon(t *testing.T) {
+	c := dial(t, sidecarAddr, lookahead.WithNearCache(1<<20))
+	other := dial(t, sidecarAddr)
+	ctx := context.Background()
+	obj := nearHit(t, c, "task-3.3")
+
+	edit := proto.Clone(obj).(*lookaheadv1.Object)
+	edit.Payload = []byte("own")
+	v, err := c.Put(ctx, edit)
+	require.NoError(t, err)
+	got, _, err := c.Get(ctx, "task-3.3", nil)
+	require.NoError(t, err)
+	assert.Equal(t, v, got.GetVersion(), "read your own write, no waiting")
+
+	nearHit(t, c, "task-3.3")
+	edit.Payload = []byte("other")
+	v2, err := other.Put(ctx, edit)
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		got, _, err := c.Get(ctx, "task-3.3", nil)
+		return err == nil && got.GetVersion() == v2
+	}, waitFor, tick, "another client's write reaches the near cache")
+	assert.Positive(t, c.NearStats().Invalidations)
+
+	require.NoError(t, c.Delete(ctx, "task-3.3"))
+	_, _, err = c.Get(ctx, "task-3.3", nil)
+	assert.Error(t, err, "own delete is seen at once")
+}
+
+func TestNearCacheIsPushedWhatTheSidecarPrefetches(t *testing.T) {
+	c := dial(t, sidecarAddr, lookahead.WithNearCache(8<<20))
+	ctx := context.Background()
+	nearHit(t, c, "task-3.5") // subscribed
+	_, err := c.Invalidate(ctx, "task-3.4", "task-3.21", "task-3.22")
+	require.NoError(t, err)
+	_, _, err = c.BatchGet(ctx, []string{"task-3.4"}, &lookahead.Prefetch{Depth: lookahead.Uint32(2)})
+	require.NoError(t, err)
+	// No read of the children before they arrive: a read would fill the
+	// near cache itself.
+	require.Eventually(t, func() bool { return lookahead.Holds(c, "task-3.21") && lookahead.Holds(c, "task-3.22") },
+		waitFor, tick, "the refetched children are pushed")
+	for _, id := range []string{"task-3.21", "task-3.22"} {
+		_, st, err := c.Get(ctx, id, nil)
+		require.NoError(t, err)
+		assert.True(t, st.Near, "%s was pushed", id)
+	}
+	assert.GreaterOrEqual(t, c.NearStats().PushesUsed, uint64(2))
+}
+
+func TestNearCacheIsEmptiedWhenTheStreamBreaks(t *testing.T) {
+	origin, err := startOrigin(filepath.Join(t.TempDir(), "o"))
+	require.NoError(t, err)
+	defer origin.Stop(10 * time.Second)
+	sc, err := startSidecar(origin.GRPC)
+	require.NoError(t, err)
+	c := dial(t, sc.GRPC, lookahead.WithNearCache(1<<20))
+	nearHit(t, c, "task-0")
+	require.NoError(t, sc.Stop(10*time.Second))
+	require.Eventually(t, func() bool {
+		st := c.NearStats()
+		return st.Objects == 0 && st.Flushes > 0
+	}, waitFor, tick)
+	_, st, err := c.Get(context.Background(), "task-0", nil)
+	assert.Error(t, err, "no channel, no near answers")
+	assert.False(t, st.Near)
+}
+
+func TestNearCacheMetricsCollector(t *testing.T) {
+	c := dial(t, sidecarAddr, lookahead.WithNearCache(1<<20))
+	nearHit(t, c, "task-3")
+	reg := prometheus.NewPedanticRegistry()
+	require.NoError(t, reg.Register(c.Collector()))
+	families, err := reg.Gather()
+	require.NoError(t, err)
+	values := map[string]float64{}
+	for _, f := range families {
+		m := f.GetMetric()[0]
+		values[f.GetName()] = m.GetCounter().GetValue() + m.GetGauge().GetValue()
+	}
+	assert.Len(t, values, 8)
+	assert.Positive(t, values["lookahead_client_near_hits_total"])
+	assert.Positive(t, values["lookahead_client_near_misses_total"])
+	assert.Positive(t, values["lookahead_client_near_objects"])
+}
