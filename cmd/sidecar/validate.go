@@ -42,7 +42,7 @@ func (o *options) finish(raw rawOptions) error {
 		wrap("-origin-*", origin.Config.Validate(o.transport.client)))
 	server := o.server
 	server.SetDefaults()
-	errs = append(errs, wrap("-max-ids, -max-depth, -max-objects", server.Validate()))
+	errs = append(errs, wrap("-max-ids, -max-depth, -max-objects, -max-walks", server.Validate()))
 	return errors.Join(errs...)
 }
 
@@ -58,7 +58,7 @@ func (o *options) flagRules() error {
 		{"prefetch-workers", int64(o.sched.Workers)}, {"batch-size", int64(o.fetch.BatchSize)},
 		{"demand-batches", int64(o.fetch.DemandBatches)},
 		{"prefetch-queue", int64(o.sched.QueueSize)}, {"max-ids", int64(o.server.MaxIDs)},
-		{"max-depth", int64(o.server.MaxDepth)}, {"max-objects", int64(o.server.MaxObjects)},
+		{"max-depth", int64(o.server.MaxDepth)}, {"max-objects", int64(o.server.MaxObjects)}, {"max-walks", int64(o.server.MaxWalks)},
 		{"cache-bytes", o.cache.MainBytes}, {"prefetch-bytes", o.cache.PrefetchBytes},
 	} {
 		if v.n == 0 {
