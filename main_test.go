@@ -19,6 +19,9 @@ import (
 // the tests that only read.
 var sidecarAddr string
 
+// sidecarMetrics is that sidecar's /metrics URL.
+var sidecarMetrics string
+
 // binDir holds the built origin and sidecar, for tests that start their own.
 var binDir string
 
@@ -57,7 +60,7 @@ func run(m *testing.M) int {
 		return 1
 	}
 	defer sc.Stop(10 * time.Second)
-	sidecarAddr = sc.GRPC
+	sidecarAddr, sidecarMetrics = sc.GRPC, sc.MetricsURL()
 	return m.Run()
 }
 

@@ -23,6 +23,9 @@ func WithClientName(name string) Option {
 	return func(o *options) { o.name = name }
 }
 
+// usedQueue bounds the first reads of pushed objects waiting to be reported.
+const usedQueue = 4096
+
 // entryOverhead approximates what an entry costs beyond its object's
 // encoded size: map slot, list element, entry fields.
 const entryOverhead = 160
@@ -51,6 +54,10 @@ type store struct {
 	maxAge    atomic.Int64
 
 	stats nearStats
+
+	// used receives the ids of pushed objects on their first read, for the
+	// sidecar to hear of (see nearCache.report); full = not reported.
+	used chan string
 }
 
 // entry is an object or, with obj nil, a tombstone: the floor below which
@@ -74,7 +81,7 @@ type nearStats struct {
 }
 
 func newStore(budget int64) *store {
-	return &store{budget: budget, entries: map[string]*entry{}, order: list.New()}
+	return &store{budget: budget, entries: map[string]*entry{}, order: list.New(), used: make(chan string, usedQueue)}
 }
 
 // get returns id's object when it is held, the subscription is up and has
@@ -99,6 +106,10 @@ func (s *store) get(id string) *lookaheadv1.Object {
 	e.ref.Store(true)
 	if e.pushed && !e.used.Swap(true) {
 		s.stats.pushesUsed.Add(1)
+		select {
+		case s.used <- id:
+		default:
+		}
 	}
 	s.stats.hits.Add(1)
 	return e.obj

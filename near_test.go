@@ -12,6 +12,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/scrape"
 
 	"github.com/lookahead-dev/lookahead"
 )
@@ -88,12 +89,23 @@ func TestNearCacheIsPushedWhatTheSidecarPrefetches(t *testing.T) {
 	// near cache itself.
 	require.Eventually(t, func() bool { return lookahead.Holds(c, "task-3.21") && lookahead.Holds(c, "task-3.22") },
 		waitFor, tick, "the refetched children are pushed")
+	usedBefore := prefetchUsed(t)
 	for _, id := range []string{"task-3.21", "task-3.22"} {
 		_, st, err := c.Get(ctx, id, nil)
 		require.NoError(t, err)
 		assert.True(t, st.Near, "%s was pushed", id)
 	}
 	assert.GreaterOrEqual(t, c.NearStats().PushesUsed, uint64(2))
+	require.Eventually(t, func() bool { return prefetchUsed(t) >= usedBefore+2 }, waitFor, tick,
+		"the client reports the pushes it used, so the sidecar's prefetcher moves on")
+}
+
+// prefetchUsed reads the shared sidecar's lookahead_prefetch_used_total.
+func prefetchUsed(t *testing.T) float64 {
+	t.Helper()
+	m, err := scrape.Fetch(context.Background(), sidecarMetrics)
+	require.NoError(t, err)
+	return m.Sum("lookahead_prefetch_used_total")
 }
 
 func TestNearCacheIsEmptiedWhenTheStreamBreaks(t *testing.T) {

@@ -20,22 +20,56 @@ const helloLease = 5 * time.Second
 // nearCache is the store fed by one Subscribe stream at a time.
 type nearCache struct {
 	*store
-	rpc    lookaheadv1.SidecarServiceClient
-	name   string
-	cancel context.CancelFunc
-	done   chan struct{}
+	rpc      lookaheadv1.SidecarServiceClient
+	name     string
+	cancel   context.CancelFunc
+	done     chan struct{}
+	reported chan struct{} // closed when report returns
 }
 
 func startNear(rpc lookaheadv1.SidecarServiceClient, budget int64, name string) *nearCache {
 	ctx, cancel := context.WithCancel(context.Background())
-	n := &nearCache{store: newStore(budget), rpc: rpc, name: name, cancel: cancel, done: make(chan struct{})}
+	n := &nearCache{store: newStore(budget), rpc: rpc, name: name, cancel: cancel, done: make(chan struct{}), reported: make(chan struct{})}
 	go n.run(ctx)
+	go n.report(ctx)
 	return n
 }
 
 func (n *nearCache) close() {
 	n.cancel()
 	<-n.done
+	<-n.reported
+}
+
+// reportBatch bounds the ids of one report.
+const reportBatch = 256
+
+// report tells the sidecar, off the application's path, which pushed
+// objects the application read: a read answered in-process never reaches
+// the sidecar, whose prefetcher moves its window on the first use of a
+// prefetched object. One BatchGet per batch, tracked; answers are dropped.
+func (n *nearCache) report(ctx context.Context) {
+	defer close(n.reported)
+	ids := make([]string, 0, reportBatch)
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case id := <-n.used:
+			ids = append(ids[:0], id)
+		}
+		for len(ids) < reportBatch {
+			select {
+			case id := <-n.used:
+				ids = append(ids, id)
+				continue
+			default:
+			}
+			break
+		}
+		_, rctx := n.tracked(ctx)
+		_, _ = n.rpc.BatchGet(rctx, &lookaheadv1.BatchGetRequest{Ids: ids})
+	}
 }
 
 // run keeps a subscription open until close: after every break the store

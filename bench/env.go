@@ -107,6 +107,28 @@ func (e *env) startSidecar(ctx context.Context, originAddr string, flags ...stri
 	return &sidecar{proc: p, c: c}, nil
 }
 
+// nearBytes is the near-cache budget of the rows that use one: room for
+// everything a workload reads.
+const nearBytes = 256 << 20
+
+// nearClient dials s again with a near cache and waits until its channel to
+// the sidecar is up, so that nothing timed runs before it.
+func (s *sidecar) nearClient(ctx context.Context) (*lookahead.Client, error) {
+	c, err := lookahead.Dial(s.proc.GRPC, lookahead.WithNearCache(nearBytes), lookahead.WithClientName("bench"))
+	if err != nil {
+		return nil, err
+	}
+	for !c.NearConnected() {
+		select {
+		case <-ctx.Done():
+			c.Close()
+			return nil, fmt.Errorf("near cache: %w", ctx.Err())
+		case <-time.After(time.Millisecond):
+		}
+	}
+	return c, nil
+}
+
 // withSidecar starts a sidecar against originAddr with flags, runs fn with it
 // and stops it; a sidecar that does not stop cleanly fails the run.
 func (e *env) withSidecar(ctx context.Context, originAddr string, flags []string, fn func(*sidecar) error) (err error) {

@@ -40,6 +40,7 @@ type w1Row struct {
 	Graph  bool                // one GetGraph of the query's roots instead of a query and a walk
 	Expand bool                // the row may use the origin's Expand: its lower bound is one round trip
 	Slow   bool                // one origin round trip per object
+	Near   bool                // the application reads through a client with a near cache
 	NA     string              // not run, and why
 }
 
@@ -107,6 +108,7 @@ func (w *w1) buildRows(adaptive bool) {
 		{Name: "single_prefetch --no-expand", Kind: "sidecar", Args: append(static, "--no-expand"), Single: true},
 		{Name: "full_prefetch", Kind: "sidecar", Args: static, Hint: full, Expand: true},
 		{Name: "full_prefetch --no-expand", Kind: "sidecar", Args: append(static, "--no-expand"), Hint: full},
+		{Name: "full_prefetch + near cache", Kind: "sidecar", Args: static, Hint: full, Expand: true, Near: true},
 		{Name: "adaptive", Kind: "sidecar", Args: []string{"--prefetch-mode", "adaptive"}, Expand: true},
 		{Name: "extra: GetGraph", Kind: "sidecar", Args: []string{"--prefetch-mode", "off"}, Graph: true, Expand: true},
 		{Name: "peer: direct", Kind: "direct", Slow: true},
@@ -220,18 +222,25 @@ func (w *w1) runSidecar(ctx context.Context, r w1Row, rep int) (s w1Sample, err 
 			err = serr
 		}
 	}()
+	cl := sc.c
+	if r.Near {
+		if cl, err = sc.nearClient(ctx); err != nil {
+			return s, err
+		}
+		defer cl.Close()
+	}
 	before, err := sc.scrape(ctx)
 	if err != nil {
 		return s, err
 	}
 	get := func(ctx context.Context, id string) (*lookaheadv1.Object, error) {
-		o, _, err := sc.c.Get(ctx, id, nil)
+		o, _, err := cl.Get(ctx, id, nil)
 		return o, err
 	}
 	for q := 0; q < w.cfg.Queries; q++ {
 		roots := w.rootsOf(rep, q)
 		if r.Graph {
-			if err := w.getGraph(ctx, sc.c, roots, &s); err != nil {
+			if err := w.getGraph(ctx, cl, roots, &s); err != nil {
 				return s, err
 			}
 			continue
@@ -253,7 +262,7 @@ func (w *w1) runSidecar(ctx context.Context, r w1Row, rep int) (s w1Sample, err 
 			continue
 		}
 		start := time.Now()
-		rs, missing, err := sc.c.BatchGet(ctx, roots, r.Hint)
+		rs, missing, err := cl.BatchGet(ctx, roots, r.Hint)
 		if err != nil {
 			return s, err
 		}

@@ -7,6 +7,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -44,11 +45,13 @@ type w2Sample struct {
 	C       counters
 }
 
-// w2Cell is one think time × condition × workers (0 = prefetch off).
+// w2Cell is one think time × condition × workers (0 = prefetch off) ×
+// whether the application reads through a near cache.
 type w2Cell struct {
 	Think   time.Duration
 	Cond    int // index into w2Conditions
 	Workers int
+	Near    bool
 	Samples []w2Sample
 }
 
@@ -71,8 +74,12 @@ type w2Result struct {
 }
 
 func (r *w2Result) cell(think time.Duration, cond, workers int) *w2Cell {
+	return r.cellNear(think, cond, workers, false)
+}
+
+func (r *w2Result) cellNear(think time.Duration, cond, workers int, near bool) *w2Cell {
 	for _, c := range r.Cells {
-		if c.Think == think && c.Cond == cond && c.Workers == workers {
+		if c.Think == think && c.Cond == cond && c.Workers == workers && c.Near == near {
 			return c
 		}
 	}
@@ -81,12 +88,31 @@ func (r *w2Result) cell(think time.Duration, cond, workers int) *w2Cell {
 
 // saving is 1 − elapsed(prefetch)/elapsed(demand), both medians of this run.
 func (r *w2Result) saving(think time.Duration, cond, workers int) float64 {
-	d, p := r.cell(think, cond, 0), r.cell(think, cond, workers)
+	return r.savingOf(r.cell(think, cond, 0), r.cell(think, cond, workers))
+}
+
+func (r *w2Result) savingOf(d, p *w2Cell) float64 {
 	if d == nil || p == nil || len(d.Samples) == 0 || len(p.Samples) == 0 {
 		return math.NaN()
 	}
 	return 1 - float64(p.elapsed())/float64(d.elapsed())
 }
+
+// stallHidden is the share of demand fetching's stall (its elapsed time
+// less the think time it measured) that p's configuration removed: at think
+// time 0 the same as the saving.
+func (r *w2Result) stallHidden(d, p *w2Cell) float64 {
+	if d == nil || p == nil || len(d.Samples) == 0 || len(p.Samples) == 0 {
+		return math.NaN()
+	}
+	thought := d.med(func(s w2Sample) float64 { return float64(s.Think) * float64(s.Objects) })
+	stall := float64(d.elapsed()) - thought
+	return (float64(d.elapsed()) - float64(p.elapsed())) / stall
+}
+
+// nearWorkers is the prefetch configuration the near-cache rows use: the
+// most workers swept.
+func (r *w2Result) nearWorkers() int { return slices.Max(r.Cfg.Workers) }
 
 func writeKnafla(path string, d knafla.Dataset) error {
 	f, err := os.Create(path)
@@ -126,11 +152,19 @@ func runW2(ctx context.Context, e *env, cfg W2Config) (*w2Result, error) {
 	}
 	e.progress("w2: latency %d ms one way: measured round trip %s", cfg.LatencyMS, fmtMS(res.RTT))
 
-	configs := append([]int{0}, cfg.Workers...)
+	type config struct {
+		workers int
+		near    bool
+	}
+	configs := []config{{0, false}}
+	for _, w := range cfg.Workers {
+		configs = append(configs, config{w, false})
+	}
+	configs = append(configs, config{res.nearWorkers(), true})
 	for _, think := range cfg.Think {
 		for ci := range w2Conditions {
-			for _, w := range configs {
-				res.Cells = append(res.Cells, &w2Cell{Think: think, Cond: ci, Workers: w})
+			for _, c := range configs {
+				res.Cells = append(res.Cells, &w2Cell{Think: think, Cond: ci, Workers: c.workers, Near: c.near})
 			}
 		}
 	}
@@ -141,15 +175,15 @@ func runW2(ctx context.Context, e *env, cfg W2Config) (*w2Result, error) {
 				// same navigation, so their times compare like for like.
 				nav := knafla.Navigation{Follow: cond.Follow, Pages: cfg.Visit, TotalPages: cfg.Pages,
 					Start: (rep*7919 + ci*104729) % cfg.Pages, Seed: uint64(rep*10 + ci + 1)}
-				for _, w := range rotate(configs, rep+ti+ci) {
-					s, err := w2Run(ctx, e, o.Addr(), cfg, nav, think, w)
+				for _, cf := range rotate(configs, rep+ti+ci) {
+					s, err := w2Run(ctx, e, o.Addr(), cfg, nav, think, cf.workers, cf.near)
 					if err != nil {
-						return nil, fmt.Errorf("%s, %d workers, think %v: %w", cond.Name, w, think, err)
+						return nil, fmt.Errorf("%s, %s, think %v: %w", cond.Name, w2LabelNear(cf.workers, cf.near), think, err)
 					}
-					c := res.cell(think, ci, w)
+					c := res.cellNear(think, ci, cf.workers, cf.near)
 					c.Samples = append(c.Samples, s)
-					e.progress("w2: rep %d/%d think %-6v %-13s %-10s %s (%d objects, %s origin round trips, prefetch used %s of %s)",
-						rep+1, cfg.Reps, think, cond.Name, w2Label(w), fmtDur(s.Elapsed), s.Objects,
+					e.progress("w2: rep %d/%d think %-6v %-13s %-22s %s (%d objects, %s origin round trips, prefetch used %s of %s)",
+						rep+1, cfg.Reps, think, cond.Name, w2LabelNear(cf.workers, cf.near), fmtDur(s.Elapsed), s.Objects,
 						fmtCount(s.C.RoundTrips), fmtCount(s.C.Used), fmtCount(s.C.Issued))
 				}
 			}
@@ -165,7 +199,14 @@ func w2Label(workers int) string {
 	return strconv.Itoa(workers) + " worker" + plural(workers, "", "s")
 }
 
-func w2Run(ctx context.Context, e *env, originAddr string, cfg W2Config, nav knafla.Navigation, think time.Duration, workers int) (s w2Sample, err error) {
+func w2LabelNear(workers int, near bool) string {
+	if near {
+		return w2Label(workers) + " + near cache"
+	}
+	return w2Label(workers)
+}
+
+func w2Run(ctx context.Context, e *env, originAddr string, cfg W2Config, nav knafla.Navigation, think time.Duration, workers int, near bool) (s w2Sample, err error) {
 	args := []string{"--prefetch-mode", "off"}
 	if workers > 0 {
 		args = []string{"--prefetch-mode", "static", "--prefetch-depth", strconv.Itoa(cfg.Depth),
@@ -181,12 +222,19 @@ func w2Run(ctx context.Context, e *env, originAddr string, cfg W2Config, nav kna
 			err = serr
 		}
 	}()
+	cl := sc.c
+	if near {
+		if cl, err = sc.nearClient(ctx); err != nil {
+			return s, err
+		}
+		defer cl.Close()
+	}
 	before, err := sc.scrape(ctx)
 	if err != nil {
 		return s, err
 	}
 	get := func(ctx context.Context, id string) (*graph.Object, error) {
-		o, _, err := sc.c.Get(ctx, id, nil)
+		o, _, err := cl.Get(ctx, id, nil)
 		return graphpb.FromProto(o), err
 	}
 	var thought time.Duration
@@ -217,7 +265,7 @@ func w2Run(ctx context.Context, e *env, originAddr string, cfg W2Config, nav kna
 
 // tables renders W2: a summary of savings, then one table per think time
 // with the sidecar's own counters.
-func (r *w2Result) tables() (summary string, detail []string) {
+func (r *w2Result) tables() (summary, stall string, detail []string) {
 	header := []string{"condition", "workers"}
 	for _, t := range r.Cfg.Think {
 		header = append(header, "think "+fmtThink(t))
@@ -232,18 +280,36 @@ func (r *w2Result) tables() (summary string, detail []string) {
 			rows = append(rows, row)
 		}
 	}
+	for ci, cond := range w2Conditions {
+		row := []string{cond.Name, w2LabelNear(r.nearWorkers(), true)}
+		for _, t := range r.Cfg.Think {
+			row = append(row, fmtPct(r.savingOf(r.cell(t, ci, 0), r.cellNear(t, ci, r.nearWorkers(), true))))
+		}
+		rows = append(rows, row)
+	}
 	summary = table(header, rows)
+	var hidden [][]string
+	for ci, cond := range w2Conditions {
+		for _, near := range []bool{false, true} {
+			row := []string{cond.Name, w2LabelNear(r.nearWorkers(), near)}
+			for _, t := range r.Cfg.Think {
+				row = append(row, fmtPct(r.stallHidden(r.cell(t, ci, 0), r.cellNear(t, ci, r.nearWorkers(), near))))
+			}
+			hidden = append(hidden, row)
+		}
+	}
+	stall = table(header, hidden)
 	for _, t := range r.Cfg.Think {
 		var rows [][]string
 		for ci, cond := range w2Conditions {
-			for _, w := range append([]int{0}, r.Cfg.Workers...) {
-				c := r.cell(t, ci, w)
-				if c == nil || len(c.Samples) == 0 {
+			for _, c := range r.Cells {
+				if c.Think != t || c.Cond != ci || len(c.Samples) == 0 {
 					continue
 				}
+				w := c.Workers
 				saving := "(baseline)"
 				if w > 0 {
-					saving = fmtPct(r.saving(t, ci, w))
+					saving = fmtPct(r.savingOf(r.cell(t, ci, 0), c))
 				}
 				issued := c.med(func(s w2Sample) float64 { return s.C.Issued })
 				used := c.med(func(s w2Sample) float64 { return s.C.Used })
@@ -255,7 +321,7 @@ func (r *w2Result) tables() (summary string, detail []string) {
 						accuracy = fmtPct(used / issued)
 					}
 				}
-				rows = append(rows, []string{cond.Name, w2Label(w), fmtDur(c.elapsed()), saving,
+				rows = append(rows, []string{cond.Name, w2LabelNear(w, c.Near), fmtDur(c.elapsed()), saving,
 					fmtCount(c.med(func(s w2Sample) float64 { return float64(s.Objects) })),
 					fmtDur(time.Duration(c.med(func(s w2Sample) float64 { return float64(s.Think) }))),
 					fmtCount(c.med(func(s w2Sample) float64 { return s.C.RoundTrips })),
@@ -271,7 +337,7 @@ func (r *w2Result) tables() (summary string, detail []string) {
 			"origin round trips", "prefetch issued / used / wasted", "accuracy (used / issued)",
 			"prefetch-tier hits", "late (joined in flight)", "misses"}, rows))
 	}
-	return summary, detail
+	return summary, stall, detail
 }
 
 func fmtThink(t time.Duration) string {

@@ -5,6 +5,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
 func TestParseFlagsRefusesBadInput(t *testing.T) {
@@ -52,4 +54,24 @@ func TestCheckConfigReadsTheEnvironment(t *testing.T) {
 	t.Setenv("LOOKAHEAD_SIDECAR_CACHE_BYTEZ", "1")
 	_, err = parseFlags([]string{"--check-config"})
 	assert.ErrorContains(t, err, "environment LOOKAHEAD_SIDECAR_CACHE_BYTEZ: no such setting")
+}
+
+func TestDepthOrFieldsSelectStatic(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want prefetch.Mode
+	}{
+		{name: "no setting: adaptive", args: nil, want: prefetch.ModeAdaptive},
+		{name: "a depth: static", args: []string{"--prefetch-depth", "2"}, want: prefetch.ModeStatic},
+		{name: "fields: static", args: []string{"--prefetch-fields", "a"}, want: prefetch.ModeStatic},
+		{name: "an explicit mode wins", args: []string{"--prefetch-depth", "2", "--prefetch-mode", "adaptive"}, want: prefetch.ModeAdaptive},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			o, err := parseFlags(tt.args)
+			require.NoError(t, err)
+			assert.Equal(t, tt.want, o.sched.Mode)
+		})
+	}
 }

@@ -94,7 +94,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.DurationVar(&o.fetch.StaleIfError, "stale-if-error", 0, "after --ttl, or while the origin's change stream is down past --watch-grace, answer a stale object (marked stale) when the origin fails, for this long")
 	fs.BoolVar(&o.watch, "watch", true, "follow the origin's change stream (Watch) to invalidate changed objects")
 	fs.DurationVar(&o.coherence.Grace, "watch-grace", 5*time.Second, "how long cached objects stay trusted while the change stream is down; after that they are revalidated")
-	mode := fs.String("prefetch-mode", "static", "prefetch mode: static (the --prefetch-* settings), adaptive (depth and fields learned from traffic; --prefetch-max-objects caps it) or off")
+	mode := fs.String("prefetch-mode", "adaptive", "prefetch mode: adaptive (fetch what applications are seen to read: per type, field and list position, likely enough to pay; --prefetch-max-objects caps a job), static (the --prefetch-depth/-max-objects/-fields settings) or off")
 	fs.IntVar(&o.planner.Depth, "prefetch-depth", 3, "reference levels to prefetch below a demanded object (db4o prefetchDepth)")
 	fs.IntVar(&o.planner.MaxObjects, "prefetch-max-objects", 1000, "objects one expansion may fetch (db4o prefetchObjectCount); 0 = no cap")
 	fs.StringVar(&o.fields, "prefetch-fields", "", "comma-separated ref fields to follow; empty = all")
@@ -106,6 +106,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxIDs, "max-ids", 1000, "ids per request")
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 16, "largest depth a request may ask for")
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 100000, "largest max_objects a request may ask for")
+	fs.IntVar(&o.server.MaxWalks, "max-walks", 64, "GetGraph streams served at once; beyond it new ones are refused RESOURCE_EXHAUSTED")
 	fs.DurationVar(&o.healthInterval, "health-interval", time.Second, "how often the origin's health is checked")
 	fs.Float64Var(&o.readiness.FailureRatio, "readiness-failure-ratio", 0.5, "the sidecar is not ready (grpc.health NOT_SERVING; liveness stays SERVING) when more than this share of its origin calls in a health interval failed (at least 3), when 3 in a row failed, or while the breaker is open; 1 = only the latter two")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
@@ -126,6 +127,11 @@ func parseFlags(args []string) (*options, error) {
 	}
 	if fs.NArg() > 0 {
 		return nil, fmt.Errorf("unexpected arguments %q: settings are flags (-name value)", fs.Args())
+	}
+	set := map[string]bool{} // flags given as flag, variable or file key
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if !set["prefetch-mode"] && (set["prefetch-depth"] || set["prefetch-fields"]) {
+		*mode = string(prefetch.ModeStatic) // a depth or fields asked for are what is used
 	}
 	if err := o.finish(rawOptions{mode: *mode, level: *level}); err != nil {
 		return nil, err
@@ -224,7 +230,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	var planner prefetch.Planner = o.planner
 	if o.sched.Mode == prefetch.ModeAdaptive {
-		planner = prefetch.NewAdaptive(prefetch.AdaptiveConfig{MaxDepth: o.server.MaxDepth, MaxObjects: o.planner.MaxObjects})
+		planner = prefetch.NewLearned(prefetch.LearnedConfig{MaxDepth: o.server.MaxDepth, MaxObjects: o.planner.MaxObjects})
 	}
 	o.fetch.Metrics = wire.Fetch(m)
 	if obs, ok := planner.(fetch.Observer); ok {

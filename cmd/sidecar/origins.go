@@ -31,7 +31,8 @@ func (r originRoute) name() string {
 
 // originFlag is --origin, given once per route: "target" for the default
 // route, "prefix=target" for the ids starting with prefix. A value may also
-// list routes separated by commas (a YAML list, an environment variable).
+// list routes separated by commas (a YAML list, an environment variable);
+// the addresses of a static:/// target, commas too, stay with it.
 type originFlag struct {
 	routes []originRoute
 	set    bool // the first Set replaces the default
@@ -55,7 +56,7 @@ func (f *originFlag) Set(v string) error {
 	if strings.TrimSpace(v) == "" {
 		return errors.New("-origin is empty: want host:port or a gRPC target")
 	}
-	for _, part := range strings.Split(v, ",") {
+	for _, part := range splitRoutes(v) {
 		r := originRoute{target: strings.TrimSpace(part)}
 		if p, t, ok := strings.Cut(r.target, "="); ok {
 			r.prefix, r.target = p, t
@@ -198,4 +199,19 @@ func (ow *originWatch) Run(ctx context.Context) {
 		wg.Go(func() { _ = w.Run(ctx) })
 	}
 	wg.Wait()
+}
+
+// splitRoutes splits a list of routes at its commas, except those between
+// the addresses of a static:/// target: a bare host:port after one
+// continues its list.
+func splitRoutes(v string) []string {
+	var out []string
+	for _, part := range strings.Split(v, ",") {
+		if n := len(out); n > 0 && !strings.ContainsAny(part, "=/") && strings.Contains(out[n-1], origin.StaticScheme+":///") {
+			out[n-1] += "," + part
+			continue
+		}
+		out = append(out, part)
+	}
+	return out
 }

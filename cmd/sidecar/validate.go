@@ -43,7 +43,7 @@ func (o *options) finish(raw rawOptions) error {
 	errs = append(errs, wrap("-otlp-endpoint", o.tracing.Validate()))
 	server := o.server
 	server.SetDefaults()
-	errs = append(errs, wrap("-max-ids, -max-depth, -max-objects", server.Validate()))
+	errs = append(errs, wrap("-max-ids, -max-depth, -max-objects, -max-walks", server.Validate()))
 	return errors.Join(errs...)
 }
 
@@ -59,7 +59,7 @@ func (o *options) flagRules() error {
 		{"prefetch-workers", int64(o.sched.Workers)}, {"batch-size", int64(o.fetch.BatchSize)},
 		{"demand-batches", int64(o.fetch.DemandBatches)},
 		{"prefetch-queue", int64(o.sched.QueueSize)}, {"max-ids", int64(o.server.MaxIDs)},
-		{"max-depth", int64(o.server.MaxDepth)}, {"max-objects", int64(o.server.MaxObjects)},
+		{"max-depth", int64(o.server.MaxDepth)}, {"max-objects", int64(o.server.MaxObjects)}, {"max-walks", int64(o.server.MaxWalks)},
 		{"cache-bytes", o.cache.MainBytes}, {"prefetch-bytes", o.cache.PrefetchBytes},
 	} {
 		if v.n == 0 {

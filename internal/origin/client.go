@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -56,6 +57,10 @@ type Client struct {
 	retry   resilience.Retry
 	breaker *resilience.Breaker // nil when disabled
 	calls   callLog
+	// answered counts round trips the origin answered (resilience.Success):
+	// a failure is evidence against the origin only if none was answered
+	// while it was under way (see roundTrip).
+	answered atomic.Uint64
 }
 
 // NewClient wraps a connection to an origin with the default Config.
@@ -142,7 +147,7 @@ func (c *Client) roundTrip(ctx context.Context, rpc string, f func(context.Conte
 	defer cancel()
 	inFlight := c.m.OriginInFlight.WithLabelValues(rpc)
 	inFlight.Inc()
-	start := time.Now()
+	start, answeredBefore := time.Now(), c.answered.Load()
 	err := f(actx)
 	inFlight.Dec()
 	c.observe(rpc, start, err)
@@ -152,6 +157,16 @@ func (c *Client) roundTrip(ctx context.Context, rpc string, f func(context.Conte
 	}
 	if counted, ok := judge(err, o); counted {
 		c.calls.record(ok, err)
+	}
+	switch {
+	case o == resilience.Success:
+		c.answered.Add(1)
+	case o == resilience.Failure && c.answered.Load() != answeredBefore:
+		// The origin answered another call while this one failed: one of
+		// its replicas went away (its calls all cut at once), not the
+		// origin. The retry goes to another replica; counting these would
+		// open the circuit for everyone on a replica's restart.
+		o = resilience.Ignore
 	}
 	if c.breaker != nil {
 		c.breaker.Record(ticket, o, err)

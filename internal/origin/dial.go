@@ -32,8 +32,9 @@ type DialConfig struct {
 const DefaultMaxMessageBytes = 64 << 20
 
 // Dial creates the connection to the origin at target (host:port or a grpc
-// target such as unix:///path or dns:///host:port). Calls are spread round
-// robin over the addresses the target resolves to, the origin's replicas.
+// target such as unix:///path, dns:///host:port, or static:///a:1,b:2 for a
+// fixed list). Calls are spread round robin over the addresses the target
+// resolves to, the origin's replicas.
 // Like grpc.NewClient it does no I/O: the connection is made by the first
 // call.
 func Dial(target string, cfg DialConfig) (*grpc.ClientConn, error) {
@@ -61,6 +62,7 @@ func Dial(target string, cfg DialConfig) (*grpc.ClientConn, error) {
 		// over those that are up. A call cut by a replica going away fails
 		// UNAVAILABLE, and the read's retry goes to another.
 		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
+		grpc.WithResolvers(staticBuilder{}),
 	}, cfg.Options...)...)
 	if err != nil {
 		return nil, fmt.Errorf("origin dial %s: %w", target, err)

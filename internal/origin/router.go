@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
@@ -40,7 +41,8 @@ type Route struct {
 // and the engine fetches it with a BatchGet, which the Router sends to the
 // owner.
 type Router struct {
-	routes []Route // longest prefix first
+	routes   []Route       // longest prefix first
+	noExpand []atomic.Bool // by route: its origin answered Expand UNIMPLEMENTED
 }
 
 // NewRouter checks routes: at least one, prefixes distinct.
@@ -60,7 +62,7 @@ func NewRouter(routes []Route) (*Router, error) {
 	}
 	sorted := slices.Clone(routes)
 	slices.SortStableFunc(sorted, func(a, b Route) int { return len(b.Prefix) - len(a.Prefix) })
-	return &Router{routes: sorted}, nil
+	return &Router{routes: sorted, noExpand: make([]atomic.Bool, len(sorted))}, nil
 }
 
 // owner is the index of the route that owns id; -1 when none does.
@@ -136,9 +138,20 @@ func (r *Router) BatchGet(ctx context.Context, ids []string) (found []*graph.Obj
 // dropped (see Router); unowned roots are missing.
 func (r *Router) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
 	groups, unowned := r.split(roots)
+	for i := range groups {
+		if r.noExpand[i].Load() {
+			delete(groups, i) // left unanswered: the engine fetches them by BatchGet
+		}
+	}
+	if len(groups) == 0 {
+		if len(unowned) > 0 {
+			return fn(0, nil, unowned)
+		}
+		return nil
+	}
 	if len(groups) == 1 {
 		for i, g := range groups {
-			err := r.routes[i].Origin.Expand(ctx, g, b, func(level int, objs []*graph.Object, missing []string) error {
+			err := r.expand(ctx, i, g, b, func(level int, objs []*graph.Object, missing []string) error {
 				if level == 0 {
 					missing = append(missing, unowned...)
 					unowned = nil
@@ -152,6 +165,18 @@ func (r *Router) Expand(ctx context.Context, roots []string, b graph.Budget, fn 
 		}
 	}
 	return r.expandMany(ctx, groups, unowned, len(roots), b, fn)
+}
+
+// expand runs route i's Expand. An origin without one is remembered and
+// answers nothing, not an error: the engine then fetches what it asked for
+// by BatchGet, and the other origins keep their Expand.
+func (r *Router) expand(ctx context.Context, i int, roots []string, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+	err := r.routes[i].Origin.Expand(ctx, roots, b, fn)
+	if errors.Is(err, errors.ErrUnsupported) {
+		r.noExpand[i].Store(true)
+		return nil
+	}
+	return err
 }
 
 // owned keeps the ids route i owns.
@@ -183,7 +208,7 @@ func (r *Router) expandMany(ctx context.Context, groups map[int][]string, unowne
 			sub.MaxObjects = max(b.MaxObjects*len(g)/nroots, len(g))
 		}
 		wg.Go(func() {
-			errs[i] = r.routes[i].Origin.Expand(ctx, g, sub, func(n int, objs []*graph.Object, missing []string) error {
+			errs[i] = r.expand(ctx, i, g, sub, func(n int, objs []*graph.Object, missing []string) error {
 				mu.Lock()
 				defer mu.Unlock()
 				l := levels[n]

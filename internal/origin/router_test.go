@@ -3,6 +3,7 @@ package origin_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync"
 	"testing"
@@ -205,4 +206,30 @@ func TestRouterExpandOverSeveralRoutes(t *testing.T) {
 	for _, id := range l.missing[1] {
 		assert.False(t, strings.HasPrefix(id, "users/") || strings.HasPrefix(id, "orders/"), "%s is another origin's", id)
 	}
+}
+
+// noExpand is an origin without Expand.
+type noExpand struct{ *mapOrigin }
+
+func (n noExpand) Expand(context.Context, []string, graph.Budget, func(int, []*graph.Object, []string) error) error {
+	n.mu.Lock()
+	n.asked = append(n.asked, []string{"Expand"})
+	n.mu.Unlock()
+	return fmt.Errorf("origin expand: %w", errors.ErrUnsupported)
+}
+
+func TestRouterAnOriginWithoutExpandLeavesItsRootsToBatchGet(t *testing.T) {
+	users := newMapOrigin(node("users/1", "users/2"), node("users/2"))
+	plain := noExpand{newMapOrigin(node("orders/1"))}
+	r, err := origin.NewRouter([]origin.Route{{Prefix: "users/", Origin: users}, {Prefix: "orders/", Origin: plain}})
+	require.NoError(t, err)
+	for range 2 {
+		l := collect(t, r, []string{"users/1", "orders/1"}, 1)
+		assert.Equal(t, []string{"users/1"}, l.objs[0], "orders/1 unanswered, not missing")
+		assert.Empty(t, l.missing[0])
+		assert.Equal(t, []string{"users/2"}, l.objs[1])
+	}
+	assert.Len(t, plain.asked, 1, "asked once, then remembered")
+	l := collect(t, r, []string{"orders/1"}, 1)
+	assert.Empty(t, l.objs, "not an error: the engine keeps Expand for the other origins")
 }

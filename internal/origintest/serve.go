@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"sync"
-	"testing"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
@@ -14,6 +13,14 @@ import (
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 )
 
+// T is what Start and StartTCP need of a test: *testing.T, *testing.B
+// and Ginkgo's GinkgoT() all have it.
+type T interface {
+	Helper()
+	Fatalf(format string, args ...any)
+	Cleanup(func())
+}
+
 // Register adds the origin service and its grpc.health service to gs.
 func (o *Origin) Register(gs *grpc.Server) {
 	lookaheadv1.RegisterOriginServiceServer(gs, o)
@@ -22,7 +29,7 @@ func (o *Origin) Register(gs *grpc.Server) {
 
 // Start serves the origin on an in-memory listener until the test ends and
 // returns a connection to it, made with dopts (plaintext is added).
-func (o *Origin) Start(t testing.TB, dopts ...grpc.DialOption) *grpc.ClientConn {
+func (o *Origin) Start(t T, dopts ...grpc.DialOption) *grpc.ClientConn {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	o.serve(t, lis)
@@ -39,7 +46,7 @@ func (o *Origin) Start(t testing.TB, dopts ...grpc.DialOption) *grpc.ClientConn 
 
 // StartTCP serves the origin on 127.0.0.1 until the test ends and returns
 // its address, for a real sidecar binary.
-func (o *Origin) StartTCP(t testing.TB) string {
+func (o *Origin) StartTCP(t T) string {
 	t.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -49,7 +56,7 @@ func (o *Origin) StartTCP(t testing.TB) string {
 	return lis.Addr().String()
 }
 
-func (o *Origin) serve(t testing.TB, lis net.Listener) {
+func (o *Origin) serve(t T, lis net.Listener) {
 	gs := grpc.NewServer()
 	o.Register(gs)
 	done := make(chan struct{})

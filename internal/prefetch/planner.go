@@ -37,6 +37,26 @@ type Planner interface {
 	Budget(roots []*graph.Object, h Hint) graph.Budget
 }
 
+// Chooser is a planner that chooses object by object: it says how likely
+// each ref of an object is to be read, and the scheduler fetches, most
+// likely first, what is likely enough (Learned).
+type Chooser interface {
+	Planner
+	// Threshold is the least probability worth a speculative fetch.
+	Threshold() float64
+	// Limits bound one expansion: levels below its roots, objects fetched.
+	Limits() (depth, objects int)
+	// Depth is how far below an object requested directly id was read.
+	Depth(id string) int
+	// Chances appends to out[:0] the probability of each ref of o being
+	// read, given that o is read depth levels below a direct request, in
+	// ref order.
+	Chances(o *graph.Object, depth int, out []float64) []float64
+	// Read learns from the objects answered to one request and returns the
+	// ids of objects whose ref lists it read from.
+	Read(objs []*graph.Object) (parents []string)
+}
+
 // Observer is implemented by planners that learn from traffic. The engine
 // reports to it when its planner implements it.
 type Observer interface {

@@ -100,6 +100,7 @@ type job struct {
 	budget  graph.Budget
 	refresh []string
 	capped  bool // budget.MaxObjects is tierCap's, lower than the planner's
+	chance  bool // expand by the chooser's probabilities, budget.MaxObjects objects at most
 }
 
 // Scheduler runs speculation: after each demand it asks its planner how far
@@ -114,6 +115,7 @@ type Scheduler struct {
 	fetcher  Fetcher
 	planner  Planner
 	observer Observer // nil when the planner does not learn
+	chooser  Chooser  // nil when the planner does not choose object by object
 
 	jobs *queue
 	sem  chan struct{} // one slot per concurrent speculative origin request
@@ -144,6 +146,9 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 	s.idle = sync.NewCond(&s.mu)
 	if obs, ok := p.(Observer); ok {
 		s.observer = obs
+	}
+	if ch, ok := p.(Chooser); ok {
+		s.chooser = ch
 	}
 	if st, ok := p.(Static); ok && cfg.Mode == ModeStatic {
 		cfg.Metrics.Depth(st.Depth)
@@ -198,11 +203,14 @@ func (s *Scheduler) runOne() bool {
 	if !ok {
 		return false
 	}
-	if len(j.refresh) > 0 {
+	switch {
+	case len(j.refresh) > 0:
 		_, _ = s.fetcher.Fetch(s.ctx, j.refresh) // a failure leaves the stale copy
-		return true
+	case j.chance:
+		s.expandChances(j)
+	default:
+		s.expand(j)
 	}
-	s.expand(j)
 	return true
 }
 
@@ -252,6 +260,10 @@ func (s *Scheduler) After(a *fetch.Answer, h Hint) {
 	if len(a.Revalidate) > 0 {
 		s.enqueue(job{refresh: a.Revalidate})
 	}
+	if s.chooser != nil && !h.Given() {
+		s.choose(a)
+		return
+	}
 	if s.observer != nil {
 		objs := make([]*graph.Object, len(a.Results))
 		for i, r := range a.Results {
@@ -263,6 +275,34 @@ func (s *Scheduler) After(a *fetch.Answer, h Hint) {
 		}
 	}
 	s.schedule(follow, h)
+}
+
+// choose hands what a request read to the chooser and queues an expansion
+// below every object it read, and below the objects whose lists it read
+// from: their next refs became likelier.
+func (s *Scheduler) choose(a *fetch.Answer) {
+	objs := make([]*graph.Object, 0, len(a.Results))
+	for _, r := range a.Results {
+		objs = append(objs, r.Object)
+	}
+	parents := s.chooser.Read(objs)
+	if s.cfg.Mode == ModeOff {
+		return
+	}
+	roots := objs
+	for _, id := range parents {
+		if o, known := s.fetcher.Peek(id); known && o != nil {
+			roots = append(roots, o)
+		}
+	}
+	if len(roots) == 0 {
+		return
+	}
+	_, max := s.chooser.Limits()
+	if c := s.tierCap(); c > 0 && c < max {
+		max = c
+	}
+	s.enqueue(job{roots: roots, budget: graph.Budget{MaxObjects: max}, chance: true})
 }
 
 // schedule queues the speculative expansion below roots.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -28,6 +29,7 @@ type RequestCodec struct {
 
 	mu  sync.Mutex    // protects bad
 	bad map[any]error // messages that did not decode, until their interceptor takes them
+	n   atomic.Int64  // len(bad): every request reads it, without the lock
 }
 
 // NewRequestCodec wraps grpc-go's proto codec.
@@ -62,6 +64,7 @@ func (c *RequestCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	if err := c.proto.Unmarshal(data, v); err != nil {
 		c.mu.Lock()
 		c.bad[v] = err
+		c.n.Add(1)
 		c.mu.Unlock()
 	}
 	return nil
@@ -73,9 +76,15 @@ func (c *RequestCodec) Name() string { return c.proto.Name() }
 // take returns the INVALID_ARGUMENT status of a message that did not
 // decode, forgetting it, or nil.
 func (c *RequestCodec) take(msg any) error {
+	if c.n.Load() == 0 { // the common case: every request so far decoded
+		return nil
+	}
 	c.mu.Lock()
 	err, ok := c.bad[msg]
-	delete(c.bad, msg)
+	if ok {
+		delete(c.bad, msg)
+		c.n.Add(-1)
+	}
 	c.mu.Unlock()
 	if !ok {
 		return nil

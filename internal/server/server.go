@@ -30,6 +30,11 @@ type Config struct {
 	ChunkBytes   int // object bytes per GetGraph message, roughly; default 1 MiB
 	// Tracer spans each cache lookup of a Get or BatchGet; nil = no spans.
 	Tracer trace.Tracer
+	// MaxWalks bounds the GetGraph streams served at once; one beyond it is
+	// refused RESOURCE_EXHAUSTED at once, so a flood of walks cannot take
+	// the sidecar's memory and origin connections from everyone else (a Get
+	// that hits never waits for them); default 64.
+	MaxWalks int
 }
 
 // SetDefaults fills zero values with the documented defaults.
@@ -49,6 +54,9 @@ func (c *Config) SetDefaults() {
 	if c.ChunkBytes == 0 {
 		c.ChunkBytes = 1 << 20
 	}
+	if c.MaxWalks == 0 {
+		c.MaxWalks = 64
+	}
 }
 
 // Validate reports every broken limit.
@@ -58,7 +66,7 @@ func (c Config) Validate() error {
 		name string
 		n    int
 	}{{"max ids", c.MaxIDs}, {"max depth", c.MaxDepth}, {"max objects", c.MaxObjects},
-		{"chunk objects", c.ChunkObjects}, {"chunk bytes", c.ChunkBytes}} {
+		{"chunk objects", c.ChunkObjects}, {"chunk bytes", c.ChunkBytes}, {"max walks", c.MaxWalks}} {
 		if v.n < 1 {
 			errs = append(errs, fmt.Errorf("%s %d: must be at least 1", v.name, v.n))
 		}
@@ -94,7 +102,8 @@ type Server struct {
 	sched   Scheduler
 	writer  Writer
 	log     *slog.Logger
-	near    *near.Hub // nil unless EnableNear
+	walks   chan struct{} // one token per GetGraph being served
+	near    *near.Hub     // nil unless EnableNear
 }
 
 // New builds the sidecar service.
@@ -103,7 +112,7 @@ func New(cfg Config, f Fetcher, sched Scheduler, w Writer, log *slog.Logger) (*S
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, fetcher: f, sched: sched, writer: w, log: log}, nil
+	return &Server{cfg: cfg, fetcher: f, sched: sched, writer: w, log: log, walks: make(chan struct{}, cfg.MaxWalks)}, nil
 }
 
 // get answers ids and tells the scheduler.
@@ -179,6 +188,12 @@ func (s *Server) GetGraph(req *lookaheadv1.GetGraphRequest, stream lookaheadv1.S
 	}
 	if b.MaxObjects == 0 { // 0 asks for no cap: the server's cap still holds
 		b.MaxObjects = s.cfg.MaxObjects
+	}
+	select {
+	case s.walks <- struct{}{}:
+		defer func() { <-s.walks }()
+	default:
+		return status.Errorf(codes.ResourceExhausted, "%d GetGraph streams are being served, the limit (--max-walks): retry later", s.cfg.MaxWalks)
 	}
 	var (
 		chunk []*lookaheadv1.Result

@@ -213,3 +213,25 @@ func TestWriteThroughInvalidates(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, uint32(1), inv.GetInvalidated(), "only task-0 was cached")
 }
+
+func TestGetGraphFloodIsRefused(t *testing.T) {
+	r := newRig(t, taskTree(t, 1, 1, 1), rigOptions{engine: modeOff, server: Config{MaxWalks: 1},
+		origin: originserver.Config{Latency: time.Minute}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, err := r.client.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{"task-0"}})
+	require.NoError(t, err)
+	// The first walk holds the only place while its origin call hangs.
+	require.Eventually(t, func() bool {
+		return testutil.ToFloat64(r.m.OriginInFlight.WithLabelValues("Expand"))+
+			testutil.ToFloat64(r.m.OriginInFlight.WithLabelValues("BatchGet")) > 0
+	}, 10*time.Second, time.Millisecond)
+	second, err := r.client.GetGraph(context.Background(), &lookaheadv1.GetGraphRequest{Roots: []string{"task-0"}})
+	require.NoError(t, err)
+	_, err = second.Recv()
+	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+	assert.Contains(t, status.Convert(err).Message(), "--max-walks")
+	cancel()
+	_, err = first.Recv()
+	assert.Equal(t, codes.Canceled, status.Code(err))
+}

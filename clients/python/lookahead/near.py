@@ -8,6 +8,7 @@ sidecar always sets a status) and returns a copy of the object held.
 
 from __future__ import annotations
 
+import queue
 import random
 import threading
 import time
@@ -22,6 +23,7 @@ from lookahead.v1 import object_pb2, sidecar_pb2
 SUBSCRIBER_HEADER = "lookahead-subscriber"
 _ENTRY_OVERHEAD = 160  # bytes counted per entry beyond its object's encoded size
 _HELLO_LEASE = 5.0  # seconds a subscription may take to say hello
+_REPORT_BATCH = 256  # ids per report of used pushes
 
 
 @dataclass
@@ -86,8 +88,11 @@ class NearCache:
         self._stats = NearStats()
         self._stop = threading.Event()
         self._call = None
+        self._used: "queue.Queue[str]" = queue.Queue(maxsize=4096)
         self._thread = threading.Thread(target=self._run, name="lookahead-near", daemon=True)
         self._thread.start()
+        self._reporter = threading.Thread(target=self._report, name="lookahead-near-report", daemon=True)
+        self._reporter.start()
 
     # -- reads ---------------------------------------------------------------
 
@@ -110,6 +115,10 @@ class NearCache:
             if e.pushed and not e.used:
                 e.used = True
                 self._stats.pushes_used += 1
+                try:
+                    self._used.put_nowait(id_)
+                except queue.Full:
+                    pass
             self._stats.hits += 1
             return e.obj
 
@@ -285,6 +294,24 @@ class NearCache:
                 call.cancel()
                 return
 
+    def _report(self) -> None:
+        """Tells the sidecar, off the application's path, which pushed objects
+        were read: its prefetcher moves its window on their first use."""
+        while not self._stop.is_set():
+            try:
+                ids = [self._used.get(timeout=0.1)]
+            except queue.Empty:
+                continue
+            while len(ids) < _REPORT_BATCH:
+                try:
+                    ids.append(self._used.get_nowait())
+                except queue.Empty:
+                    break
+            try:
+                self._stub.BatchGet(sidecar_pb2.BatchGetRequest(ids=ids), timeout=5, metadata=self.ticket().metadata())
+            except grpc.RpcError:
+                pass
+
     def close(self) -> None:
         self._stop.set()
         with self._lock:
@@ -292,3 +319,4 @@ class NearCache:
         if call is not None:
             call.cancel()
         self._thread.join()
+        self._reporter.join()

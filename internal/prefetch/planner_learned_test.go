@@ -1,0 +1,167 @@
+package prefetch
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// user makes a User with n friends f<prefix>0.. in list order.
+func user(id string, n int, prefix string) *graph.Object {
+	u := &graph.Object{ID: id, Type: "User"}
+	for i := range n {
+		u.Refs = append(u.Refs, graph.Ref{Field: "friends", ID: fmt.Sprint(prefix, i)})
+	}
+	return u
+}
+
+func TestLearnedChances(t *testing.T) {
+	tests := []struct {
+		name  string
+		reads int // friends of the hub read, in list order
+		want  func(t *testing.T, c []float64)
+	}{
+		{name: "nothing known: below the threshold, nothing is fetched", reads: 0, want: func(t *testing.T, c []float64) {
+			for i, p := range c {
+				assert.Less(t, p, 0.5, "ref %d", i)
+			}
+		}},
+		{name: "one read: the next positions are likely", reads: 1, want: func(t *testing.T, c []float64) {
+			assert.GreaterOrEqual(t, c[1], 0.5)
+		}},
+		{name: "a list read a few at a time: nothing far down it", reads: 4, want: func(t *testing.T, c []float64) {
+			assert.GreaterOrEqual(t, c[5], 0.5, "half again the run")
+			for i := 7; i < len(c); i++ {
+				assert.Zero(t, c[i], "position %d is beyond what any list was read to", i)
+			}
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := NewLearned(LearnedConfig{})
+			hub := user("hub", 3000, "f")
+			l.Read([]*graph.Object{hub})
+			for i := range tt.reads {
+				parents := l.Read([]*graph.Object{{ID: fmt.Sprint("f", i), Type: "User"}})
+				assert.Equal(t, []string{"hub"}, parents, "a follow names the list it came from")
+			}
+			tt.want(t, l.Chances(hub, 0, nil))
+		})
+	}
+}
+
+// The same field is followed at one depth and not at the next: a feed reads
+// a user's friends, never the friends' friends.
+func TestLearnedSeparatesDepths(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	for r := range 5 {
+		root := user(fmt.Sprint("root", r), 5, fmt.Sprint("r", r, "f"))
+		l.Read([]*graph.Object{root})
+		for i := range 5 {
+			l.Read([]*graph.Object{user(fmt.Sprint("r", r, "f", i), 5, fmt.Sprint("r", r, "f", i, "ff"))})
+		}
+	}
+	friend := user("x", 5, "xf")
+	assert.GreaterOrEqual(t, l.Chances(friend, 0, nil)[0], 0.5, "a root's friends are read")
+	assert.Less(t, l.Chances(friend, 1, nil)[0], 0.5, "a friend's friends are not")
+	assert.Equal(t, 1, l.Depth("r0f0"))
+	assert.Zero(t, l.Depth("root0"))
+}
+
+// An offer not followed within the horizon counts against its field.
+func TestLearnedHorizonDecidesUnfollowed(t *testing.T) {
+	l := NewLearned(LearnedConfig{Horizon: 4})
+	for r := range 20 {
+		root := user(fmt.Sprint("u", r), 2, fmt.Sprint("u", r, "f"))
+		l.Read([]*graph.Object{root})
+		l.Read([]*graph.Object{{ID: fmt.Sprint("u", r, "f0"), Type: "User"}}) // first friend only
+	}
+	c := l.Chances(user("z", 2, "zf"), 0, nil)
+	assert.Greater(t, c[0], 0.8)
+	assert.Less(t, c[1], 0.5, "the second friend was never read")
+}
+
+// A shared child offered by a second list keeps its first offer.
+func TestLearnedReofferKeepsFirst(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	l.Read([]*graph.Object{user("a", 1, "s")})
+	l.Read([]*graph.Object{user("b", 1, "s")})
+	assert.Equal(t, []string{"a"}, l.Read([]*graph.Object{{ID: "s0", Type: "User"}}))
+}
+
+func TestAdaptiveEngineWalk(t *testing.T) {
+	objs := tree(t, 3, 4)
+	fo := newFakeOrigin(objs)
+	r := newRig(t, fo, Config{Mode: ModeAdaptive}, NewLearned(LearnedConfig{}), cache.Config{})
+	// Between reads the application thinks for longer than speculation
+	// takes: it waits until the scheduler is idle, so what is prefetched
+	// does not depend on the machine's speed.
+	statuses := walkByGetThinking(t, r.engine, "task-0", r.engine.s.Idle)
+	misses := 0
+	for _, s := range statuses {
+		if s == StatusMiss {
+			misses++
+		}
+	}
+	assert.Less(t, misses, len(objs)/2, "with no settings, most of the walk was prefetched")
+	assert.LessOrEqual(t, testutil.ToFloat64(r.m.PrefetchIssued), float64(len(objs)), "nothing fetched twice, nothing outside the tree")
+	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+	require.NoError(t, err)
+}
+
+// A hub's thousands of refs: an application that reads the first few of
+// each list makes speculation fetch a few more, not the hub.
+func TestLearnedHubIsExpandedPartially(t *testing.T) {
+	var objs []*graph.Object
+	for h := range 6 {
+		hub := user(fmt.Sprint("hub", h), 2000, fmt.Sprint("h", h, "f"))
+		objs = append(objs, hub)
+		for i := range 2000 {
+			objs = append(objs, &graph.Object{ID: fmt.Sprint("h", h, "f", i), Type: "User"})
+		}
+	}
+	fo := newFakeOrigin(objs)
+	r := newRig(t, fo, Config{Mode: ModeAdaptive}, NewLearned(LearnedConfig{}), cache.Config{})
+	used := 0
+	for h := range 6 {
+		ids := []string{fmt.Sprint("hub", h)}
+		for i := range 4 {
+			ids = append(ids, fmt.Sprint("h", h, "f", i))
+		}
+		for _, id := range ids {
+			_, _, err := r.engine.Get(context.Background(), []string{id}, Hint{})
+			require.NoError(t, err)
+			used++
+			r.engine.s.Idle()
+		}
+	}
+	fetched := testutil.ToFloat64(r.m.ObjectsFetched.WithLabelValues("demand")) + testutil.ToFloat64(r.m.PrefetchIssued)
+	assert.LessOrEqual(t, fetched, 3*float64(used), "objects fetched ≤ 3 × objects read")
+	assert.Greater(t, testutil.ToFloat64(r.m.PrefetchUsed), 0.0, "and speculation did help")
+}
+
+// No object the sidecar holds is fetched again by speculation.
+func TestSpeculationNeverRefetchesHeld(t *testing.T) {
+	objs := tree(t, 3, 4)
+	fo := newFakeOrigin(objs)
+	r := newRig(t, fo, Config{Mode: ModeAdaptive}, NewLearned(LearnedConfig{}), cache.Config{})
+	for range 3 { // the same walk again: everything is held after the first
+		walkByGetThinking(t, r.engine, "task-0", r.engine.s.Idle)
+	}
+	asked := map[string]int{}
+	for _, ids := range fo.AskedIDs() {
+		for _, id := range ids {
+			asked[id]++
+		}
+	}
+	for id, n := range asked {
+		assert.Equal(t, 1, n, "%s fetched %d times", id, n)
+	}
+}
