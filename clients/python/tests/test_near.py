@@ -32,9 +32,33 @@ def near_hit(c: LookaheadClient, id_: str):
     return eventually(lambda: (r := c.get(id_, depth=0)).status == NEAR and r, f"{id_} answered by the near cache")
 
 
+@pytest.fixture(scope="module")
+def own():
+    """An origin and a sidecar of this module's own: a near cache reports the
+    pushed objects it used, which prefetches below them, and the session's
+    stack has tests that count its prefetches."""
+    bins = bin_dir()
+    workdir = Path(tempfile.mkdtemp(prefix="lookahead-py-near-"))
+    procs = []
+    try:
+        origin = start(bins / "origin", ["--listen", "127.0.0.1:0", "--metrics-listen", "",
+                                         "--data", str(workdir / "data"), "--seed", "tasks", "--task-roots", "3"], workdir)
+        procs.append(origin)
+        wait_serving(origin)
+        sidecar = start(bins / "sidecar", ["--listen", "127.0.0.1:0", "--metrics-listen", "",
+                                           "--origin", origin.grpc], workdir)
+        procs.append(sidecar)
+        wait_serving(sidecar)
+        yield sidecar.grpc
+    finally:
+        for p in reversed(procs):
+            p.stop()
+        shutil.rmtree(workdir, ignore_errors=True)
+
+
 @pytest.fixture
-def near(stack):
-    with LookaheadClient(stack.target, near_cache_bytes=1 << 22, client_name="pytest") as c:
+def near(own):
+    with LookaheadClient(own, near_cache_bytes=1 << 22, client_name="pytest") as c:
         yield c
 
 
@@ -49,12 +73,12 @@ def test_reads_are_answered_in_process(near):
     assert st.hits > 0 and st.misses > 0 and st.objects > 0
 
 
-def test_own_writes_at_once_others_soon(stack, near):
+def test_own_writes_at_once_others_soon(own, near):
     obj = near_hit(near, "task-2.3").object
     v = near.put(Object(id=obj.id, type=obj.type, refs=obj.refs, payload=b"own"))
     assert near.get("task-2.3").object.version == v, "read your own write"
     near_hit(near, "task-2.3")
-    with LookaheadClient(stack.target) as other:
+    with LookaheadClient(own) as other:
         v2 = other.put(Object(id=obj.id, type=obj.type, refs=obj.refs, payload=b"other"))
     eventually(lambda: near.get("task-2.3").object.version == v2, "another client's write arrives")
     assert near.near_stats().invalidations > 0
