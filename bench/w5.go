@@ -65,8 +65,8 @@ func (s W5Static) name() string {
 // the sidecar with no prefetch flag at all.
 var w5SidecarRows = []w5Row{
 	{Name: "off", Args: []string{"--prefetch-mode", "off"}},
-	{Name: "default", Args: []string{}},
-	{Name: "adaptive", Args: []string{"--prefetch-mode", "adaptive"}},
+	{Name: "default", Args: []string{}}, // adaptive
+	{Name: "static defaults", Args: []string{"--prefetch-mode", "static"}},
 }
 
 // w5Row is one configuration of W5.

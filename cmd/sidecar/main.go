@@ -37,6 +37,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
 	"github.com/lookahead-dev/lookahead/internal/near"
+	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 	"github.com/lookahead-dev/lookahead/internal/server"
 	"github.com/lookahead-dev/lookahead/internal/tracing"
@@ -233,6 +234,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		planner = prefetch.NewLearned(prefetch.LearnedConfig{MaxDepth: o.server.MaxDepth, MaxObjects: o.planner.MaxObjects})
 	}
 	o.fetch.Metrics = wire.Fetch(m)
+	o.fetch.Speculative = origin.Speculative
 	if obs, ok := planner.(fetch.Observer); ok {
 		o.fetch.Observer = obs
 	}

@@ -139,6 +139,7 @@ func (f *Fetcher) awaitJoins(ctx context.Context, joins map[*call][]string, out 
 // slot that bounds speculation, so that a demand never joins a fetch that
 // is itself still queued behind speculation.
 func (f *Fetcher) Speculate(ctx context.Context, ids []string) ([]*graph.Object, error) {
+	ctx = f.cfg.Speculative(ctx)
 	joins, own := f.flights.claim(ids, f.cfg.BatchSize, true)
 	var out []*graph.Object
 	var firstErr error

@@ -106,6 +106,9 @@ func (x *Expansion) Run(ctx context.Context) error {
 		return nil
 	}
 	start := x.f.cfg.Now()
+	if x.speculative {
+		ctx = x.f.cfg.Speculative(ctx)
+	}
 	err := x.f.expander.Expand(ctx, x.roots, x.budget, x.receive)
 	if errors.Is(err, graph.ErrStop) {
 		err = nil

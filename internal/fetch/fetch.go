@@ -64,6 +64,11 @@ type Config struct {
 	// down); nil always trusts. Untrusted objects are treated as stale.
 	Trust func() (trusted bool, beyond time.Duration)
 
+	// Speculative marks the context of an origin call no application waits
+	// on (origin.Speculative: gRPC metadata an origin may shed under load);
+	// nil marks nothing.
+	Speculative func(context.Context) context.Context
+
 	Now      func() time.Time // the clock; default time.Now
 	Metrics  Metrics          // nil counts nothing
 	Observer Observer         // nil: nobody learns from traffic
@@ -81,6 +86,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Metrics == nil {
 		c.Metrics = nopMetrics{}
+	}
+	if c.Speculative == nil {
+		c.Speculative = func(ctx context.Context) context.Context { return ctx }
 	}
 }
 

@@ -2,16 +2,19 @@ package fetch
 
 import (
 	"context"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/fetch/fetchtest"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/origin"
 )
 
 // A write-side event that arrives while a fetch of the id is in flight must
@@ -209,4 +212,31 @@ func itoa(i int) string {
 		return digits[i : i+1]
 	}
 	return itoa(i/10) + digits[i%10:i%10+1]
+}
+
+// markingOrigin records whether each BatchGet was marked speculative.
+type markingOrigin struct {
+	*fetchtest.Origin
+	mu     sync.Mutex
+	marked map[string]bool
+}
+
+func (m *markingOrigin) BatchGet(ctx context.Context, ids []string) ([]*graph.Object, []string, error) {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	m.mu.Lock()
+	for _, id := range ids {
+		m.marked[id] = len(md.Get(origin.SpeculativeKey)) > 0
+	}
+	m.mu.Unlock()
+	return m.Origin.BatchGet(ctx, ids)
+}
+
+func TestSpeculativeCallsAreMarked(t *testing.T) {
+	mo := &markingOrigin{Origin: fetchtest.NewOrigin([]*graph.Object{{ID: "d"}, {ID: "s"}}), marked: map[string]bool{}}
+	r := newRig(t, mo, Config{Speculative: origin.Speculative}, cache.Config{})
+	_, err := r.get(t, "d")
+	require.NoError(t, err)
+	_, err = r.f.Speculate(context.Background(), []string{"s"})
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"d": false, "s": true}, mo.marked, "only speculation carries the mark")
 }
