@@ -63,15 +63,6 @@ type Client struct {
 	answered atomic.Uint64
 }
 
-// NewClient wraps a connection to an origin with the default Config.
-func NewClient(cc grpc.ClientConnInterface, m *metrics.Set) *Client {
-	c, err := New(cc, Config{}, m)
-	if err != nil {
-		panic(err) // the zero Config is valid
-	}
-	return c
-}
-
 // New wraps a connection to an origin.
 func New(cc grpc.ClientConnInterface, cfg Config, m *metrics.Set) (*Client, error) {
 	cfg.setDefaults()

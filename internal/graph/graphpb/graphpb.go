@@ -37,15 +37,6 @@ func ToProto(o *graph.Object) *lookaheadv1.Object {
 	return p
 }
 
-// FromProtos converts a slice of wire objects.
-func FromProtos(ps []*lookaheadv1.Object) []*graph.Object {
-	out := make([]*graph.Object, len(ps))
-	for i, p := range ps {
-		out[i] = FromProto(p)
-	}
-	return out
-}
-
 // ToProtos converts a slice of objects.
 func ToProtos(os []*graph.Object) []*lookaheadv1.Object {
 	out := make([]*lookaheadv1.Object, len(os))

@@ -1,0 +1,171 @@
+package cache
+
+import "github.com/lookahead-dev/lookahead/internal/graph"
+
+// AddDemand stores objects an application asked for in the main tier. When
+// it returns, Get finds every one of them: in the main tier, or in the
+// prefetch tier if ristretto's buffer dropped its Set (counted in
+// SetsDropped; kept as demanded, so its eviction is not wasted). The
+// exceptions are an object ristretto's admission policy refused (counted in
+// SetsRejected) and a dropped one larger than the whole prefetch tier.
+//
+// A copy older than a cached one is ignored (see Cache for the version rule).
+// A negative entry for an object's id is forgotten.
+func (c *Cache) AddDemand(objs ...*graph.Object) { c.FillDemand(Unchecked, objs...) }
+
+// FillDemand is AddDemand for objects a fetch read that began when Changes
+// was since: a copy of an id changed since then is not stored. It returns
+// the ids of the objects that were older than a version the origin had
+// announced (see InvalidateVersion), which are not stored either.
+func (c *Cache) FillDemand(since uint64, objs ...*graph.Object) (older []string) {
+	objs = newestByID(objs)
+	if len(objs) == 0 {
+		return nil
+	}
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return nil
+	}
+	now := c.cfg.Now()
+	expires, fresh := c.expiry(now), c.freshUntil(now)
+	var t tally
+	c.mu.Lock()
+	c.settleLocked()
+	for _, o := range objs {
+		if refuse, old := c.belowFloorLocked(o, since, now); refuse {
+			t.staleFills++
+			if old {
+				older = append(older, o.ID)
+			}
+			continue
+		}
+		c.forgetNegativeLocked(o.ID)
+		if cur, ok := c.main.get(o.ID, c.cfg.Now); ok && !renews(o.Version, cur.obj.Version, cur.fresh, now) {
+			continue // the main tier holds this version, fresh, or a newer one
+		}
+		if n := c.liveLocked(c.pre, o.ID, now, &t); n != nil {
+			if n.obj.Version > o.Version {
+				continue // the prefetch tier holds a newer version
+			}
+			c.pre.remove(n) // superseded by the demanded copy
+		}
+		e := &entry{obj: o, cost: o.Size(), expires: expires, fresh: fresh}
+		if c.main.store(o.ID, e, c.hardTTL()) {
+			c.issued++
+			continue
+		}
+		t.dropped++
+		c.insertLocked(&node{id: o.ID, obj: o, cost: e.cost, expires: expires, fresh: fresh, used: true}, now, &t)
+	}
+	seq := c.issued
+	c.mu.Unlock()
+	c.report(&t)
+
+	// One Wait for the whole batch makes every accepted Set visible to Get.
+	// It costs about as long as ristretto takes to apply what is buffered,
+	// microseconds, while the demand path has just paid an origin round
+	// trip; it runs without mu so that Get is not held up.
+	c.main.rc.Wait()
+	c.mu.Lock()
+	c.settledLocked(seq)
+	c.mu.Unlock()
+	return older
+}
+
+// AddPrefetched stores speculative objects in the prefetch tier, evicting
+// its oldest objects when it is full (counted as evictions, and as wasted if
+// never used). Objects never go to the main tier from here, so speculation
+// cannot evict what was demanded. An object the main tier holds at the same
+// or a newer version is skipped; an older main-tier copy is dropped.
+func (c *Cache) AddPrefetched(objs ...*graph.Object) { c.FillPrefetched(Unchecked, objs...) }
+
+// FillPrefetched is AddPrefetched for objects a fetch read that began when
+// Changes was since (see FillDemand, also for older).
+func (c *Cache) FillPrefetched(since uint64, objs ...*graph.Object) (older []string) {
+	objs = newestByID(objs)
+	if len(objs) == 0 {
+		return nil
+	}
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return nil
+	}
+	now := c.cfg.Now()
+	expires, fresh := c.expiry(now), c.freshUntil(now)
+	var t tally
+	c.mu.Lock()
+	c.settleLocked()
+	for _, o := range objs {
+		if refuse, old := c.belowFloorLocked(o, since, now); refuse {
+			t.staleFills++
+			if old {
+				older = append(older, o.ID)
+			}
+			continue
+		}
+		c.forgetNegativeLocked(o.ID)
+		if cur, ok := c.mainLocked(o.ID); ok {
+			// Speculation replaces a main-tier copy only with a newer version,
+			// or with a refetch of the same one once it went stale.
+			if stale, _ := staleness(cur.fresh, now); o.Version < cur.obj.Version || o.Version == cur.obj.Version && !stale {
+				continue
+			}
+			c.main.rc.Del(o.ID) // outdated; Del is ordered after every earlier Set
+		}
+		if n := c.liveLocked(c.pre, o.ID, now, &t); n != nil {
+			if !renews(o.Version, n.obj.Version, n.fresh, now) {
+				continue
+			}
+			c.pre.remove(n)
+			t.discard(n)
+		}
+		c.insertLocked(&node{id: o.ID, obj: o, cost: o.Size(), expires: expires, fresh: fresh}, now, &t)
+	}
+	c.mu.Unlock()
+	c.report(&t)
+	return older
+}
+
+// AddMissing remembers that ids do not exist, for NegativeTTL. Cached copies
+// of them are dropped first, as Invalidate does: the origin's answer is the
+// newer one.
+func (c *Cache) AddMissing(ids ...string) { c.FillMissing(Unchecked, ids...) }
+
+// FillMissing is AddMissing for an answer of a fetch that began when Changes
+// was since: an id changed since then, or known to exist at a version, is
+// not remembered as missing.
+func (c *Cache) FillMissing(since uint64, ids ...string) {
+	if len(ids) == 0 {
+		return
+	}
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return
+	}
+	now := c.cfg.Now()
+	var t tally
+	c.mu.Lock()
+	c.settleLocked()
+	t.buf = c.neg.pruneExpired(now, t.buf[:0])
+	clear(t.buf)
+	for _, id := range ids {
+		if f := c.liveLocked(c.floors, id, now, nil); c.cleared > since || f != nil && (f.seq > since || !f.deleted && f.version > 0) {
+			t.staleFills++ // the id was written after this answer was read
+			continue
+		}
+		c.dropLocked(id, now, &t)
+		if c.cfg.NegativeTTL < 0 {
+			continue
+		}
+		if n := c.neg.get(id); n != nil {
+			c.neg.remove(n)
+		}
+		// Evicted absences are simply forgotten: the cost is a refetch.
+		c.neg.add(&node{id: id, cost: 1, expires: now.Add(c.cfg.NegativeTTL)}, nil)
+	}
+	c.mu.Unlock()
+	c.report(&t)
+}
