@@ -230,14 +230,7 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 		w.cancel = nil
 		w.mu.Unlock()
 	}()
-	w.mu.Lock()
-	var from *uint64
-	if w.haveRev {
-		r := w.rev
-		from = &r
-	}
-	w.mu.Unlock()
-	st, err := w.src.Watch(ctx, from)
+	st, err := w.src.Watch(ctx, w.resumeFrom())
 	if errors.Is(err, origin.ErrCompacted) {
 		return true, w.forget(err)
 	}
@@ -282,6 +275,18 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 		}
 		w.apply(changes)
 	}
+}
+
+// resumeFrom is the revision to resume the stream from: the highest
+// applied, or nil before any.
+func (w *Watcher) resumeFrom() *uint64 {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if !w.haveRev {
+		return nil
+	}
+	r := w.rev
+	return &r
 }
 
 // forget handles a resume point the origin no longer keeps: what changed

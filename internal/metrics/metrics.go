@@ -78,120 +78,39 @@ type Set struct {
 // New creates the collectors and registers them on reg.
 func New(reg prometheus.Registerer) *Set {
 	s := &Set{
-		Hits: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "cache_hits_total",
-			Help: "Objects answered from the cache, by tier.",
-		}, []string{"tier"}),
-		Misses: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "cache_misses_total",
-			Help: "Objects not in the cache when requested.",
-		}),
-		Negative: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "cache_negative_hits_total",
-			Help: "Requests answered NOT_FOUND from a remembered absence.",
-		}),
-		Joined: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "inflight_joins_total",
-			Help: "Demanded objects that waited for a fetch already in flight.",
-		}),
-		Evictions: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "cache_evictions_total",
-			Help: "Objects evicted for room, by tier.",
-		}, []string{"tier"}),
-		SetsDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "cache_sets_dropped_total",
-			Help: "Main-tier writes dropped by ristretto's full set buffer (kept in the prefetch tier instead).",
-		}),
-		SetsRejected: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "cache_sets_rejected_total",
-			Help: "Main-tier writes refused by ristretto's admission policy.",
-		}),
-		OriginRoundTrips: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "origin_round_trips_total",
-			Help: "Requests to the origin by rpc and status code.",
-		}, []string{"rpc", "code"}),
-		OriginInFlight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "origin_in_flight",
-			Help: "Requests to the origin under way, by rpc (an Expand until its stream ends).",
-		}, []string{"rpc"}),
+		Hits:             counterVec("cache_hits_total", "Objects answered from the cache, by tier.", "tier"),
+		Misses:           counter("cache_misses_total", "Objects not in the cache when requested."),
+		Negative:         counter("cache_negative_hits_total", "Requests answered NOT_FOUND from a remembered absence."),
+		Joined:           counter("inflight_joins_total", "Demanded objects that waited for a fetch already in flight."),
+		Evictions:        counterVec("cache_evictions_total", "Objects evicted for room, by tier.", "tier"),
+		SetsDropped:      counter("cache_sets_dropped_total", "Main-tier writes dropped by ristretto's full set buffer (kept in the prefetch tier instead)."),
+		SetsRejected:     counter("cache_sets_rejected_total", "Main-tier writes refused by ristretto's admission policy."),
+		OriginRoundTrips: counterVec("origin_round_trips_total", "Requests to the origin by rpc and status code.", "rpc", "code"),
+		OriginInFlight:   gaugeVec("origin_in_flight", "Requests to the origin under way, by rpc (an Expand until its stream ends).", "rpc"),
 		OriginDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Namespace: namespace, Name: "origin_round_trip_duration_seconds",
 			Help:    "Origin round-trip time by rpc.",
 			Buckets: prometheus.ExponentialBuckets(50e-6, 2, 16),
 		}, []string{"rpc"}),
-		ObjectsFetched: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "origin_objects_fetched_total",
-			Help: "Objects received from the origin, by reason (demand, prefetch).",
-		}, []string{"reason"}),
-		BytesFetched: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "origin_fetched_bytes_total",
-			Help: "Object bytes received from the origin, by reason (demand, prefetch).",
-		}, []string{"reason"}),
-		PrefetchIssued: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "prefetch_issued_total",
-			Help: "Objects fetched speculatively into the prefetch tier.",
-		}),
-		PrefetchUsed: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "prefetch_used_total",
-			Help: "Prefetched objects that were later requested.",
-		}),
-		PrefetchWasted: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "prefetch_wasted_total",
-			Help: "Prefetched objects evicted or invalidated before any request.",
-		}),
-		PrefetchWastedBytes: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "prefetch_wasted_bytes_total",
-			Help: "Bytes of prefetched objects evicted or invalidated before any request.",
-		}),
-		PrefetchLate: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "prefetch_late_total",
-			Help: "Requests that arrived while their object's prefetch was still in flight.",
-		}),
-		PrefetchDropped: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "prefetch_dropped_total",
-			Help: "Prefetch jobs dropped from a full prefetch queue, oldest first.",
-		}),
-		PrefetchClamped: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "prefetch_clamped_total",
-			Help: "Prefetch jobs that stopped at what half the prefetch tier holds, before their own budget.",
-		}),
-		PrefetchDepth: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "prefetch_depth",
-			Help: "Reference levels currently prefetched below a demanded object.",
-		}),
-		StaleFills: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "cache_stale_fills_total",
-			Help: "Fetched copies not cached because the origin had announced a newer version or a deletion.",
-		}),
-		StaleServed: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Namespace: namespace, Name: "stale_served_total",
-			Help: "Objects answered stale, by reason: revalidate (stale-while-revalidate) or error (stale-if-error).",
-		}, []string{"reason"}),
-		WatchConnected: prometheus.NewGauge(prometheus.GaugeOpts{
-			Namespace: namespace, Name: "watch_connected",
-			Help: "Origin change streams established: 1 while the origin's is, else 0 (with several origins, how many are up).",
-		}),
-		WatchChanges: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "watch_changes_total",
-			Help: "Changes received from the origin's change stream and applied to the cache.",
-		}),
-		WatchReconnects: prometheus.NewCounter(prometheus.CounterOpts{
-			Namespace: namespace, Name: "watch_reconnects_total",
-			Help: "Times the origin's change stream was re-established after a break.",
-		}),
+		ObjectsFetched:      counterVec("origin_objects_fetched_total", "Objects received from the origin, by reason (demand, prefetch).", "reason"),
+		BytesFetched:        counterVec("origin_fetched_bytes_total", "Object bytes received from the origin, by reason (demand, prefetch).", "reason"),
+		PrefetchIssued:      counter("prefetch_issued_total", "Objects fetched speculatively into the prefetch tier."),
+		PrefetchUsed:        counter("prefetch_used_total", "Prefetched objects that were later requested."),
+		PrefetchWasted:      counter("prefetch_wasted_total", "Prefetched objects evicted or invalidated before any request."),
+		PrefetchWastedBytes: counter("prefetch_wasted_bytes_total", "Bytes of prefetched objects evicted or invalidated before any request."),
+		PrefetchLate:        counter("prefetch_late_total", "Requests that arrived while their object's prefetch was still in flight."),
+		PrefetchDropped:     counter("prefetch_dropped_total", "Prefetch jobs dropped from a full prefetch queue, oldest first."),
+		PrefetchClamped:     counter("prefetch_clamped_total", "Prefetch jobs that stopped at what half the prefetch tier holds, before their own budget."),
+		PrefetchDepth:       gauge("prefetch_depth", "Reference levels currently prefetched below a demanded object."),
+		StaleFills:          counter("cache_stale_fills_total", "Fetched copies not cached because the origin had announced a newer version or a deletion."),
+		StaleServed:         counterVec("stale_served_total", "Objects answered stale, by reason: revalidate (stale-while-revalidate) or error (stale-if-error).", "reason"),
+		WatchConnected:      gauge("watch_connected", "Origin change streams established: 1 while the origin's is, else 0 (with several origins, how many are up)."),
+		WatchChanges:        counter("watch_changes_total", "Changes received from the origin's change stream and applied to the cache."),
+		WatchReconnects:     counter("watch_reconnects_total", "Times the origin's change stream was re-established after a break."),
 	}
-	s.OriginDatasetChanges = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: namespace, Name: "origin_dataset_changes_total",
-		Help: "Times an origin reported another dataset identity than before (a new store on the same address); each flushed the cache and reset the change stream's position. By origin route.",
-	}, []string{"origin"})
-	s.Serving = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: namespace, Name: "serving",
-		Help: "1 while the sidecar's health is SERVING (its origin answers health checks), else 0.",
-	})
-	s.ServingChanges = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: namespace, Name: "serving_changes_total",
-		Help: "Times the sidecar's health went from SERVING to NOT_SERVING or back.",
-	})
+	s.OriginDatasetChanges = counterVec("origin_dataset_changes_total", "Times an origin reported another dataset identity than before (a new store on the same address); each flushed the cache and reset the change stream's position. By origin route.", "origin")
+	s.Serving = gauge("serving", "1 while the sidecar's health is SERVING (its origin answers health checks), else 0.")
+	s.ServingChanges = counter("serving_changes_total", "Times the sidecar's health went from SERVING to NOT_SERVING or back.")
 	reg.MustRegister(s.Serving, s.ServingChanges)
 	reg.MustRegister(s.StaleFills, s.StaleServed, s.WatchConnected, s.WatchChanges, s.WatchReconnects, s.OriginDatasetChanges)
 	reg.MustRegister(s.Hits, s.Misses, s.Negative, s.Joined,
@@ -201,6 +120,22 @@ func New(reg prometheus.Registerer) *Set {
 	s.newResilience(reg)
 	s.newRoutes(reg)
 	return s
+}
+
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: namespace, Name: name, Help: help}, labels)
+}
+
+func gauge(name, help string) prometheus.Gauge {
+	return prometheus.NewGauge(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help})
+}
+
+func gaugeVec(name, help string, labels ...string) *prometheus.GaugeVec {
+	return prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: namespace, Name: name, Help: help}, labels)
 }
 
 // TierStats is a snapshot of one cache tier, read at scrape time.

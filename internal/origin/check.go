@@ -78,20 +78,7 @@ func (c *Client) checkBatch(ids []string, resp *lookaheadv1.OriginServiceBatchGe
 		asked[id] = gotObject
 		found = append(found, o)
 	}
-	for _, id := range resp.GetMissingIds() {
-		a, ok := asked[id]
-		switch {
-		case !ok:
-			c.malformed(metrics.MalformedUnrequested)
-		case a == gotMissing:
-			c.malformed(metrics.MalformedDuplicate)
-		case a != unanswered: // sent as an object too: the object wins
-			c.malformed(metrics.MalformedConflict)
-		default:
-			asked[id] = gotMissing
-			missing = append(missing, id)
-		}
-	}
+	missing = c.checkMissing(resp.GetMissingIds(), asked)
 	var left []string
 	for _, id := range ids {
 		if asked[id] == unanswered {
@@ -108,6 +95,26 @@ func (c *Client) checkBatch(ids []string, resp *lookaheadv1.OriginServiceBatchGe
 			ErrIncompleteReply, n, plural(n, "id", "ids"), quoteList(left, 5))
 	}
 	return found, missing, nil
+}
+
+// checkMissing keeps the missing ids of a BatchGet reply that were asked
+// for and not answered otherwise, and counts the rest as malformed.
+func (c *Client) checkMissing(ids []string, asked map[string]answer) (missing []string) {
+	for _, id := range ids {
+		a, ok := asked[id]
+		switch {
+		case !ok:
+			c.malformed(metrics.MalformedUnrequested)
+		case a == gotMissing:
+			c.malformed(metrics.MalformedDuplicate)
+		case a != unanswered: // sent as an object too: the object wins
+			c.malformed(metrics.MalformedConflict)
+		default:
+			asked[id] = gotMissing
+			missing = append(missing, id)
+		}
+	}
+	return missing
 }
 
 // expandCheck follows an Expand stream: an object may come only if it is a

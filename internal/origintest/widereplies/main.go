@@ -79,30 +79,29 @@ func run(bin string, clients, refs int, rpc string) error {
 	codes := make([]string, clients)
 	start := time.Now()
 	for i := range clients {
-		wg.Go(func() {
-			var err error
-			id := "wide" + strconv.Itoa(i)
-			if rpc == "graph" {
-				var s grpc.ServerStreamingClient[lookaheadv1.GetGraphResponse]
-				if s, err = c.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{id}}); err == nil {
-					for err == nil {
-						_, err = s.Recv()
-					}
-					if err == io.EOF {
-						err = nil
-					}
-				}
-			} else {
-				_, err = c.Get(ctx, &lookaheadv1.GetRequest{Id: id})
-			}
-			codes[i] = status.Code(err).String()
-		})
+		wg.Go(func() { codes[i] = status.Code(ask(ctx, c, rpc, "wide"+strconv.Itoa(i))).String() })
 	}
 	wg.Wait()
 	fmt.Printf("answers %v after %v\nafter:  %s\n", codes, time.Since(start).Round(time.Millisecond), mem(p.PID()))
 	time.Sleep(10 * time.Second)
 	fmt.Printf("10s later: %s\n", mem(p.PID()))
 	return nil
+}
+
+// ask reads id through the sidecar with a Get, or a GetGraph read to its end.
+func ask(ctx context.Context, c lookaheadv1.SidecarServiceClient, rpc, id string) error {
+	if rpc != "graph" {
+		_, err := c.Get(ctx, &lookaheadv1.GetRequest{Id: id})
+		return err
+	}
+	s, err := c.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{id}})
+	for err == nil {
+		_, err = s.Recv()
+	}
+	if err == io.EOF {
+		return nil
+	}
+	return err
 }
 
 // mem is the process's peak and current resident memory.

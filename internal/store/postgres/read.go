@@ -69,14 +69,34 @@ func (s *Store) Get(ids []string) (found []*graph.Object, missing []string, err 
 	if s.isClosed() {
 		return nil, nil, store.ErrClosed
 	}
-	type group struct {
-		tb     *table
-		params [][]string // per key column
+	uniq, groups := s.groupByTable(ids)
+	objs := make(map[string]*graph.Object, len(uniq))
+	if len(groups) > 0 {
+		if err := s.readGroups(groups, objs); err != nil {
+			return nil, nil, err
+		}
 	}
-	var groups []*group
-	byTable := map[*table]*group{}
+	for _, id := range uniq {
+		if o, ok := objs[id]; ok {
+			found = append(found, o)
+		} else {
+			missing = append(missing, id)
+		}
+	}
+	return found, missing, nil
+}
+
+// getGroup is the ids of one table that one Get asks for, by key column.
+type getGroup struct {
+	tb     *table
+	params [][]string // per key column
+}
+
+// groupByTable drops duplicate ids and groups the rest by the table that
+// holds them; ids of no mapped table are only in uniq.
+func (s *Store) groupByTable(ids []string) (uniq []string, groups []*getGroup) {
+	byTable := map[*table]*getGroup{}
 	seen := make(map[string]struct{}, len(ids))
-	uniq := ids[:0:0]
 	for _, id := range ids {
 		if _, dup := seen[id]; dup {
 			continue
@@ -89,7 +109,7 @@ func (s *Store) Get(ids []string) (found []*graph.Object, missing []string, err 
 		}
 		g := byTable[tb]
 		if g == nil {
-			g = &group{tb: tb, params: make([][]string, len(vals))}
+			g = &getGroup{tb: tb, params: make([][]string, len(vals))}
 			byTable[tb] = g
 			groups = append(groups, g)
 		}
@@ -97,37 +117,33 @@ func (s *Store) Get(ids []string) (found []*graph.Object, missing []string, err 
 			g.params[i] = append(g.params[i], v)
 		}
 	}
-	objs := make(map[string]*graph.Object, len(uniq))
-	if len(groups) > 0 {
-		ctx, cancel := s.ctx()
-		defer cancel()
-		batch := &pgx.Batch{}
-		for _, g := range groups {
-			args := make([]any, len(g.params))
-			for i, p := range g.params {
-				args[i] = p
-			}
-			batch.Queue(g.tb.get, args...)
+	return uniq, groups
+}
+
+// readGroups runs one prepared query per group, pipelined in one batch, and
+// puts what they find into objs.
+func (s *Store) readGroups(groups []*getGroup, objs map[string]*graph.Object) error {
+	ctx, cancel := s.ctx()
+	defer cancel()
+	batch := &pgx.Batch{}
+	for _, g := range groups {
+		args := make([]any, len(g.params))
+		for i, p := range g.params {
+			args[i] = p
 		}
-		br := s.pool.SendBatch(ctx, batch)
-		for _, g := range groups {
-			if err := g.tb.scan(br, objs); err != nil {
-				_ = br.Close()
-				return nil, nil, fmt.Errorf("reading %s objects: %w", g.tb.typ.Name, classify(err))
-			}
-		}
-		if err := br.Close(); err != nil {
-			return nil, nil, fmt.Errorf("reading objects: %w", classify(err))
+		batch.Queue(g.tb.get, args...)
+	}
+	br := s.pool.SendBatch(ctx, batch)
+	for _, g := range groups {
+		if err := g.tb.scan(br, objs); err != nil {
+			_ = br.Close()
+			return fmt.Errorf("reading %s objects: %w", g.tb.typ.Name, classify(err))
 		}
 	}
-	for _, id := range uniq {
-		if o, ok := objs[id]; ok {
-			found = append(found, o)
-		} else {
-			missing = append(missing, id)
-		}
+	if err := br.Close(); err != nil {
+		return fmt.Errorf("reading objects: %w", classify(err))
 	}
-	return found, missing, nil
+	return nil
 }
 
 // scan reads the rows of one get query into objs, by id.

@@ -114,6 +114,19 @@ func compile(ctx context.Context, pool *pgxpool.Pool, m *Mapping) (map[string]*t
 		tables[t.Name] = tb
 	}
 	// Reverse refs name columns of other tables: check them once all are known.
+	errs = append(errs, checkReverse(tables)...)
+	if err := errors.Join(errs...); err != nil {
+		return nil, fmt.Errorf("mapping does not match the database: %w", err)
+	}
+	for _, tb := range tables {
+		tb.get = tb.getSQL(tables, m.ChangeLog)
+	}
+	return tables, nil
+}
+
+// checkReverse reports the reverse refs that name a column their child
+// table does not have.
+func checkReverse(tables map[string]*table) (errs []error) {
 	for _, tb := range tables {
 		for _, r := range tb.typ.Reverse {
 			child := tables[r.Type]
@@ -133,13 +146,7 @@ func compile(ctx context.Context, pool *pgxpool.Pool, m *Mapping) (map[string]*t
 			}
 		}
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, fmt.Errorf("mapping does not match the database: %w", err)
-	}
-	for _, tb := range tables {
-		tb.get = tb.getSQL(tables, m.ChangeLog)
-	}
-	return tables, nil
+	return errs
 }
 
 func contains(s []string, v string) bool {
