@@ -196,6 +196,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	defer c.Close()
 	metrics.RegisterCacheSize(reg, wire.CacheSizes(c.Stats))
+	metrics.RegisterUnread(reg, c.Unread)
 
 	stopTLS, err := o.transport.watchTLS()
 	if err != nil {

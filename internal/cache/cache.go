@@ -284,6 +284,26 @@ func (c *Cache) Stats() map[string]TierStats {
 	return s
 }
 
+// Unread counts the speculative objects the prefetch tier holds that no
+// request has read yet, and their bytes: what speculation is betting on
+// now. It walks the tier, so it is for scrapes, not for hot paths.
+func (c *Cache) Unread() (objects, bytes int64) {
+	c.life.RLock()
+	defer c.life.RUnlock()
+	if c.closed {
+		return 0, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, n := range c.pre.items {
+		if !n.used {
+			objects++
+			bytes += n.cost
+		}
+	}
+	return objects, bytes
+}
+
 // PrefetchBytes is the prefetch tier's budget in object bytes.
 func (c *Cache) PrefetchBytes() int64 { return c.cfg.PrefetchBytes }
 

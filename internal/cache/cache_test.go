@@ -952,3 +952,21 @@ func TestNilAndEmptyInput(t *testing.T) {
 	h.AddMissing()
 	assert.Equal(t, stats(0, 0, 0, 0), h.Stats())
 }
+
+func TestUnreadCountsSpeculationNotYetRead(t *testing.T) {
+	h := newHarness(t, Config{})
+	a, b := sized("a", 1, 200), sized("b", 1, 300)
+	h.AddPrefetched(a, b)
+	n, bytes := h.Unread()
+	assert.Equal(t, int64(2), n)
+	assert.Equal(t, int64(500), bytes)
+	_, ok := h.Get("a")
+	require.True(t, ok)
+	n, bytes = h.Unread()
+	assert.Equal(t, int64(1), n, "a was read")
+	assert.Equal(t, int64(300), bytes)
+	h.Invalidate("b")
+	n, _ = h.Unread()
+	assert.Zero(t, n)
+	assert.Equal(t, 1.0, val(h.m.PrefetchWasted), "b left unread: wasted")
+}

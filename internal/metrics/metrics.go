@@ -163,6 +163,19 @@ func RegisterCacheSize(reg prometheus.Registerer, stats func() map[string]TierSt
 	})
 }
 
+// RegisterUnread exports lookahead_prefetch_unread_objects and
+// lookahead_prefetch_unread_bytes, read from unread at every scrape.
+func RegisterUnread(reg prometheus.Registerer, unread func() (objects, bytes int64)) {
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "prefetch_unread_objects",
+			Help: "Speculatively fetched objects in the prefetch tier that no request has read yet."},
+			func() float64 { n, _ := unread(); return float64(n) }),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "prefetch_unread_bytes",
+			Help: "Bytes of the speculatively fetched objects no request has read yet."},
+			func() float64 { _, b := unread(); return float64(b) }),
+	)
+}
+
 func (c *tierCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.bytes
 	ch <- c.objects
