@@ -1,6 +1,7 @@
 package prefetch
 
 import (
+	"errors"
 	"slices"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -36,13 +37,19 @@ func (s *Scheduler) expandChances(j job) {
 	var buf []float64
 	for d := 1; d <= depth && len(level) > 0 && s.ctx.Err() == nil; d++ {
 		var cands []candidate
+		whole := true // every ref of the level is wanted
 		for _, o := range level {
 			buf = s.chooser.Chances(o, depthOf[o.ID], buf)
 			for i, r := range o.Refs {
 				if p := chance[o.ID] * buf[i]; p >= threshold {
 					cands = append(cands, candidate{r.ID, p, depthOf[o.ID] + 1})
+				} else {
+					whole = false
 				}
 			}
+		}
+		if whole && len(cands) > 0 && s.expandWhole(level, depthOf, cands, depth-d, j.budget.MaxObjects) {
+			return
 		}
 		// Most likely first: the object budget goes to them.
 		slices.SortStableFunc(cands, func(a, b candidate) int {
@@ -77,4 +84,86 @@ func (s *Scheduler) expandChances(j job) {
 		}
 		level, chance, depthOf = append(held, got...), next, nextDepth
 	}
+}
+
+// expandWhole handles a level whose refs are all wanted, below objects read
+// the way the chooser expects whole lists to go on being read (a tree read
+// to its leaves): when the origin has Expand and the levels below are
+// expected whole too, one Expand brings them all in one round trip instead
+// of one BatchGet per level. It reports whether it did.
+func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, cands []candidate, left, budget int) bool {
+	if !s.fetcher.CanExpand() || left < 1 {
+		return false
+	}
+	fields := map[string]bool{}
+	longest := 0
+	for _, o := range level {
+		n := map[string]int{}
+		for _, r := range o.Refs {
+			fields[r.Field] = true
+			n[r.Field]++
+			longest = max(longest, n[r.Field])
+		}
+	}
+	// How many levels below the candidates go on whole, if their objects
+	// are like this level's (the same types, lists as long).
+	deeper := 0
+	for deeper < left && s.continues(level, depthOf, fields, deeper+1, longest) {
+		deeper++
+	}
+	if deeper == 0 {
+		return false
+	}
+	roots := make([]string, 0, len(cands))
+	for _, c := range cands {
+		if _, known := s.fetcher.Peek(c.id); !known {
+			roots = append(roots, c.id)
+		}
+	}
+	if len(roots) == 0 {
+		return false
+	}
+	b := graph.Budget{Depth: deeper, MaxObjects: budget}
+	for f := range fields {
+		b.Fields = append(b.Fields, f)
+	}
+	x := s.fetcher.NewExpansion(roots, b, true)
+	if err := x.Run(s.ctx); err != nil {
+		return !errors.Is(err, errors.ErrUnsupported) // trouble: stop; unsupported: level by level
+	}
+	_, _ = x.JoinedRoots(s.ctx)
+	return true
+}
+
+// continues reports whether, k levels below level, lists of the level's
+// types and fields, as long as longest, are expected to be read whole.
+func (s *Scheduler) continues(level []*graph.Object, depthOf map[string]int, fields map[string]bool, k, longest int) bool {
+	threshold := s.chooser.Threshold()
+	probe := &graph.Object{}
+	var buf []float64
+	type key struct {
+		typ   string
+		depth int
+	}
+	seen := map[key]bool{}
+	for _, o := range level {
+		if k := (key{o.Type, depthOf[o.ID]}); seen[k] {
+			continue
+		} else {
+			seen[k] = true
+		}
+		probe.Type, probe.Refs = o.Type, probe.Refs[:0]
+		for f := range fields {
+			for range longest {
+				probe.Refs = append(probe.Refs, graph.Ref{Field: f})
+			}
+		}
+		buf = s.chooser.Chances(probe, depthOf[o.ID]+k, buf)
+		for _, p := range buf {
+			if p < threshold {
+				return false
+			}
+		}
+	}
+	return true
 }
