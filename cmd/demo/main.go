@@ -65,7 +65,7 @@ func run(bin string, roots int, latency time.Duration) error {
 			return err
 		}
 	}
-	fmt.Println("\nstatic: --prefetch-depth 4; adaptive: no settings, depth learned from origin round trip / time between requests.")
+	fmt.Println("\nstatic: --prefetch-depth 4; adaptive (the default): no settings, learns which refs the walk reads.")
 	fmt.Println("With prefetching the first pass costs a few round trips per tree instead of one per object;")
 	fmt.Println("the second pass is served from the cache with zero origin round trips either way.")
 	return nil
