@@ -157,6 +157,7 @@ func TestReadmeErrorsTable(t *testing.T) {
 		{"`UNAVAILABLE`", "the origin keeps answering a version older"},          // internal/fetch: needs the change stream's versions
 		{"`UNAVAILABLE`", "the client's own connection fails"},                   // test/faults: TLS end to end
 		{"`RESOURCE_EXHAUSTED`", "a request, a reply or an origin reply larger"}, // test/faults: message and object limits
+		{"`RESOURCE_EXHAUSTED`", "a GetGraph while `--max-walks`"},               // server_test.go: TestGetGraphFloodIsRefused
 	}
 	rows := readmeErrors(t)
 	covered := map[errorRow]bool{}
