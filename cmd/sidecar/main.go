@@ -236,9 +236,6 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	o.fetch.Metrics = wire.Fetch(m)
 	o.fetch.Speculative = origin.Speculative
-	if obs, ok := planner.(fetch.Observer); ok {
-		o.fetch.Observer = obs
-	}
 	// The near-cache hub hears of every write-side event and clear through
 	// nf, and, until the scheduler reports its predictions, of every object
 	// fetched from the origin.

@@ -198,12 +198,8 @@ func (f *Fetcher) run(ctx context.Context, b *batch, speculative bool) {
 	}
 	if len(ask) > 0 {
 		since := f.cache.Changes() // before the request leaves: see cache.FillDemand
-		start := f.cfg.Now()
 		found, missing, err := f.origin.BatchGet(ctx, ask)
 		if err == nil {
-			if f.cfg.Observer != nil {
-				f.cfg.Observer.ObserveRoundTrip(f.cfg.Now().Sub(start))
-			}
 			c.older = f.fill(found, missing, speculative, since)
 			for _, o := range found {
 				c.objs[o.ID] = o
@@ -227,9 +223,6 @@ func (f *Fetcher) fill(objs []*graph.Object, missing []string, speculative bool,
 	f.fetchedBytes.Add(n)
 	var old []string
 	if speculative {
-		if f.cfg.Observer != nil {
-			f.cfg.Observer.ObservePrefetch(len(objs), 0)
-		}
 		old = f.cache.FillPrefetched(since, objs...)
 	} else {
 		old = f.cache.FillDemand(since, objs...)

@@ -105,7 +105,6 @@ func (x *Expansion) Run(ctx context.Context) error {
 		x.finish(nil)
 		return nil
 	}
-	start := x.f.cfg.Now()
 	if x.speculative {
 		ctx = x.f.cfg.Speculative(ctx)
 	}
@@ -115,8 +114,6 @@ func (x *Expansion) Run(ctx context.Context) error {
 	}
 	if errors.Is(err, errors.ErrUnsupported) {
 		x.f.noExpand.Store(true)
-	} else if err == nil && x.f.cfg.Observer != nil {
-		x.f.cfg.Observer.ObserveRoundTrip(x.f.cfg.Now().Sub(start))
 	}
 	x.finish(err)
 	return err

@@ -34,12 +34,6 @@ type Metrics interface {
 	Dropped(objects int)                                // objects an Expand stream sent that its walk did not ask for
 }
 
-// Observer hears of origin traffic, for a planner that learns from it.
-type Observer interface {
-	ObserveRoundTrip(d time.Duration)
-	ObservePrefetch(issued, used int)
-}
-
 // ErrOlderThanAnnounced is returned when the origin keeps answering an
 // object older than a version it announced, and stale answers are off.
 var ErrOlderThanAnnounced = errors.New("fetch: origin answered a version older than one it announced")
@@ -69,9 +63,7 @@ type Config struct {
 	// nil marks nothing.
 	Speculative func(context.Context) context.Context
 
-	Now      func() time.Time // the clock; default time.Now
-	Metrics  Metrics          // nil counts nothing
-	Observer Observer         // nil: nobody learns from traffic
+	Metrics Metrics // nil counts nothing
 }
 
 func (c *Config) setDefaults() {
@@ -80,9 +72,6 @@ func (c *Config) setDefaults() {
 	}
 	if c.DemandBatches == 0 {
 		c.DemandBatches = 4
-	}
-	if c.Now == nil {
-		c.Now = time.Now
 	}
 	if c.Metrics == nil {
 		c.Metrics = nopMetrics{}
@@ -141,7 +130,6 @@ type Answer struct {
 	// Revalidate lists ids answered stale that should be refetched in the
 	// background (stale-while-revalidate).
 	Revalidate []string
-	Start, End time.Time // when Get began and ended, by Config.Now
 }
 
 // Fetcher answers demands from the cache and the origin. Its methods are

@@ -85,9 +85,6 @@ func newRigWith(t *testing.T, o fetch.Origin, cfg Config, fc fetch.Config, p Pla
 	c, err := cache.New(cc, wire.Cache(m))
 	require.NoError(t, err)
 	fc.Metrics = wire.Fetch(m)
-	if obs, ok := p.(fetch.Observer); ok {
-		fc.Observer = obs
-	}
 	f, err := fetch.New(fc, o, c)
 	require.NoError(t, err)
 	cfg.Metrics = wire.Prefetch(m)

@@ -2,7 +2,6 @@ package prefetch
 
 import (
 	"fmt"
-	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
@@ -55,19 +54,6 @@ type Chooser interface {
 	// Read learns from the objects answered to one request and returns the
 	// ids of objects whose ref lists it read from.
 	Read(objs []*graph.Object) (parents []string)
-}
-
-// Observer is implemented by planners that learn from traffic. The engine
-// reports to it when its planner implements it.
-type Observer interface {
-	// ObserveRoundTrip reports one origin round trip (C_fetch).
-	ObserveRoundTrip(d time.Duration)
-	// ObserveRequest reports one application request, from its arrival to
-	// its answer, and the objects it received.
-	ObserveRequest(objs []*graph.Object, start, end time.Time)
-	// ObservePrefetch reports objects fetched speculatively (issued) and
-	// prefetched objects that were then requested (used).
-	ObservePrefetch(issued, used int)
 }
 
 // Static is the planner with fixed settings: db4o's prefetchDepth and

@@ -14,8 +14,9 @@ type LearnedConfig struct {
 	// prefetch, whose cost (origin work, bytes, sidecar CPU on the cores it
 	// shares with the application, cache room) is paid whether or not the
 	// object is read, against the round trip it saves when it is. At 1/2,
-	// speculation fetches at most about two objects for each one read;
-	// default 0.5 (see the README for what lower values measured).
+	// speculation fetches, if its estimates are right, at most about two
+	// objects for each one read. Default 0.5: on W5 at quick size the hot
+	// spot fetched 8 to 14 objects per object read at 0.3, 6 to 7 at 0.5.
 	Threshold float64
 	MaxDepth  int // levels below a read object, however likely; default 8
 	// MaxObjects caps the objects one expansion fetches; default 1000.
@@ -135,8 +136,9 @@ func NewLearned(cfg LearnedConfig) *Learned {
 		lists: map[listKey]*listRun{}, depth: map[string]int{}}
 }
 
-// Budget implements Planner, for a request's hint: a hinted request gets
-// what it asks for, with the learned fields' depth otherwise.
+// Budget implements Planner. The scheduler asks it only for a request with
+// a hint (without one it chooses by Chances): the hint's settings, one level
+// and MaxObjects where the hint is silent.
 func (l *Learned) Budget(_ []*graph.Object, h Hint) graph.Budget {
 	return h.apply(graph.Budget{Depth: 1, MaxObjects: l.cfg.MaxObjects})
 }
@@ -257,9 +259,11 @@ func (l *Learned) expireLocked() {
 		}
 		l.reads = l.reads[1:]
 	}
-	for k, run := range l.lists {
-		if l.request-run.request > l.cfg.Horizon {
-			delete(l.lists, k)
+	if l.request%l.cfg.Horizon == 0 { // once per horizon, not on every request
+		for k, run := range l.lists {
+			if l.request-run.request > l.cfg.Horizon {
+				delete(l.lists, k)
+			}
 		}
 	}
 }

@@ -111,11 +111,10 @@ type job struct {
 // Speculative jobs wait in a bounded queue, newest first, drained by
 // Workers goroutines, all stopped by Close.
 type Scheduler struct {
-	cfg      Config
-	fetcher  Fetcher
-	planner  Planner
-	observer Observer // nil when the planner does not learn
-	chooser  Chooser  // nil when the planner does not choose object by object
+	cfg     Config
+	fetcher Fetcher
+	planner Planner
+	chooser Chooser // nil when the planner does not choose object by object
 
 	jobs *queue
 	sem  chan struct{} // one slot per concurrent speculative origin request
@@ -144,9 +143,6 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 		ctx:  ctx, cancel: cancel,
 	}
 	s.idle = sync.NewCond(&s.mu)
-	if obs, ok := p.(Observer); ok {
-		s.observer = obs
-	}
 	if ch, ok := p.(Chooser); ok {
 		s.chooser = ch
 	}
@@ -239,24 +235,9 @@ func (s *Scheduler) enqueue(j job) {
 // After is told of every answered demand. It schedules the expansion below
 // what the demand read from the origin or a prefetch (and below hits, when
 // the request asked for a prefetch: a request that asks gets it, cached or
-// not), the refresh of what was answered stale, and tells a learning planner
-// what the application read and when.
+// not), and the refresh of what was answered stale; with a chooser, it hands
+// it what the request read instead (see choose).
 func (s *Scheduler) After(a *fetch.Answer, h Hint) {
-	var follow []*graph.Object
-	used := 0
-	for _, r := range a.Results {
-		switch {
-		case r.Status == fetch.StatusHitPrefetched || r.Status == fetch.StatusJoined:
-			used++
-			// A used prefetch moves the window: expand below it so that the
-			// application's next step is already on its way (Knafla's POD).
-			follow = append(follow, r.Object)
-		case r.Status == fetch.StatusMiss:
-			follow = append(follow, r.Object)
-		case r.Status == fetch.StatusHit && !r.Stale && h.Given():
-			follow = append(follow, r.Object)
-		}
-	}
 	if len(a.Revalidate) > 0 {
 		s.enqueue(job{refresh: a.Revalidate})
 	}
@@ -264,14 +245,17 @@ func (s *Scheduler) After(a *fetch.Answer, h Hint) {
 		s.choose(a)
 		return
 	}
-	if s.observer != nil {
-		objs := make([]*graph.Object, len(a.Results))
-		for i, r := range a.Results {
-			objs[i] = r.Object
-		}
-		s.observer.ObserveRequest(objs, a.Start, a.End)
-		if used > 0 {
-			s.observer.ObservePrefetch(0, used)
+	var follow []*graph.Object
+	for _, r := range a.Results {
+		switch {
+		case r.Status == fetch.StatusHitPrefetched || r.Status == fetch.StatusJoined:
+			// A used prefetch moves the window: expand below it so that the
+			// application's next step is already on its way (Knafla's POD).
+			follow = append(follow, r.Object)
+		case r.Status == fetch.StatusMiss:
+			follow = append(follow, r.Object)
+		case r.Status == fetch.StatusHit && !r.Stale && h.Given():
+			follow = append(follow, r.Object)
 		}
 	}
 	s.schedule(follow, h)
