@@ -241,6 +241,12 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 		return true, errRestarted // restart has reset the position
 	}
 	w.mu.Lock()
+	if w.restarting {
+		// A probe saw another dataset while this stream opened: its start
+		// belongs to the dataset before, and must not become the position.
+		w.mu.Unlock()
+		return true, errRestarted
+	}
 	if w.haveRev && st.Start() < w.rev {
 		// The origin's history is not the one we followed: nothing cached can
 		// be checked against it. Start over from its revision.

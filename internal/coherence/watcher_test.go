@@ -240,6 +240,8 @@ func TestIdentityChangeSeenByAProbeRestartsTheStream(t *testing.T) {
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx) }()
 	<-src.opened
+	// The stream has opened; its dataset is recorded just after.
+	require.Eventually(t, func() bool { return id.Known() == "A" }, 10*time.Second, time.Millisecond)
 	require.True(t, id.Observe("B", "describe"), "a probe sees the new dataset")
 	<-src.opened
 	<-src.done
