@@ -1,6 +1,10 @@
 package cache
 
-import "github.com/lookahead-dev/lookahead/internal/graph"
+import (
+	"time"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
 
 // AddDemand stores objects an application asked for in the main tier. When
 // it returns, Get finds every one of them: in the main tier, or in the
@@ -18,59 +22,37 @@ func (c *Cache) AddDemand(objs ...*graph.Object) { c.FillDemand(Unchecked, objs.
 // the ids of the objects that were older than a version the origin had
 // announced (see InvalidateVersion), which are not stored either.
 func (c *Cache) FillDemand(since uint64, objs ...*graph.Object) (older []string) {
-	objs = newestByID(objs)
-	if len(objs) == 0 {
-		return nil
-	}
-	c.life.RLock()
-	defer c.life.RUnlock()
-	if c.closed {
-		return nil
-	}
-	now := c.cfg.Now()
-	expires, fresh := c.expiry(now), c.freshUntil(now)
-	var t tally
-	c.mu.Lock()
-	c.settleLocked()
-	for _, o := range objs {
-		if refuse, old := c.belowFloorLocked(o, since, now); refuse {
-			t.staleFills++
-			if old {
-				older = append(older, o.ID)
-			}
-			continue
-		}
-		c.forgetNegativeLocked(o.ID)
-		if cur, ok := c.main.get(o.ID, c.cfg.Now); ok && !renews(o.Version, cur.obj.Version, cur.fresh, now) {
-			continue // the main tier holds this version, fresh, or a newer one
-		}
-		if n := c.liveLocked(c.pre, o.ID, now, &t); n != nil {
-			if n.obj.Version > o.Version {
-				continue // the prefetch tier holds a newer version
-			}
-			c.pre.remove(n) // superseded by the demanded copy
-		}
-		e := &entry{obj: o, cost: o.Size(), expires: expires, fresh: fresh}
-		if c.main.store(o.ID, e, c.hardTTL()) {
-			c.issued++
-			continue
-		}
-		t.dropped++
-		c.insertLocked(&node{id: o.ID, obj: o, cost: e.cost, expires: expires, fresh: fresh, used: true}, now, &t)
-	}
-	seq := c.issued
-	c.mu.Unlock()
-	c.report(&t)
+	return c.fill(since, objs, c.storeDemandLocked, func(seq uint64) {
+		// One Wait for the whole batch makes every accepted Set visible to
+		// Get. It costs about as long as ristretto takes to apply what is
+		// buffered, microseconds, while the demand path has just paid an
+		// origin round trip; it runs without mu so that Get is not held up.
+		c.main.rc.Wait()
+		c.mu.Lock()
+		c.settledLocked(seq)
+		c.mu.Unlock()
+	})
+}
 
-	// One Wait for the whole batch makes every accepted Set visible to Get.
-	// It costs about as long as ristretto takes to apply what is buffered,
-	// microseconds, while the demand path has just paid an origin round
-	// trip; it runs without mu so that Get is not held up.
-	c.main.rc.Wait()
-	c.mu.Lock()
-	c.settledLocked(seq)
-	c.mu.Unlock()
-	return older
+// storeDemandLocked stores one demanded object: in the main tier, or in the
+// prefetch tier (as used) when ristretto's buffer drops the Set.
+func (c *Cache) storeDemandLocked(o *graph.Object, f *fillState) {
+	if cur, ok := c.main.get(o.ID, c.cfg.Now); ok && !renews(o.Version, cur.obj.Version, cur.fresh, f.now) {
+		return // the main tier holds this version, fresh, or a newer one
+	}
+	if n := c.liveLocked(c.pre, o.ID, f.now, &f.t); n != nil {
+		if n.obj.Version > o.Version {
+			return // the prefetch tier holds a newer version
+		}
+		c.pre.remove(n) // superseded by the demanded copy
+	}
+	e := &entry{obj: o, cost: o.Size(), expires: f.expires, fresh: f.fresh}
+	if c.main.store(o.ID, e, c.hardTTL()) {
+		c.issued++
+		return
+	}
+	f.t.dropped++
+	c.insertLocked(&node{id: o.ID, obj: o, cost: e.cost, expires: f.expires, fresh: f.fresh, used: true}, f.now, &f.t)
 }
 
 // AddPrefetched stores speculative objects in the prefetch tier, evicting
@@ -83,6 +65,42 @@ func (c *Cache) AddPrefetched(objs ...*graph.Object) { c.FillPrefetched(Unchecke
 // FillPrefetched is AddPrefetched for objects a fetch read that began when
 // Changes was since (see FillDemand, also for older).
 func (c *Cache) FillPrefetched(since uint64, objs ...*graph.Object) (older []string) {
+	return c.fill(since, objs, c.storePrefetchedLocked, nil)
+}
+
+// storePrefetchedLocked stores one speculative object in the prefetch tier.
+func (c *Cache) storePrefetchedLocked(o *graph.Object, f *fillState) {
+	if cur, ok := c.mainLocked(o.ID); ok {
+		// Speculation replaces a main-tier copy only with a newer version,
+		// or with a refetch of the same one once it went stale.
+		if stale, _ := staleness(cur.fresh, f.now); o.Version < cur.obj.Version || o.Version == cur.obj.Version && !stale {
+			return
+		}
+		c.main.rc.Del(o.ID) // outdated; Del is ordered after every earlier Set
+	}
+	if n := c.liveLocked(c.pre, o.ID, f.now, &f.t); n != nil {
+		if !renews(o.Version, n.obj.Version, n.fresh, f.now) {
+			return
+		}
+		c.pre.remove(n)
+		f.t.discard(n)
+	}
+	c.insertLocked(&node{id: o.ID, obj: o, cost: o.Size(), expires: f.expires, fresh: f.fresh}, f.now, &f.t)
+}
+
+// fillState is what the objects of one fill are stored with.
+type fillState struct {
+	now, expires, fresh time.Time
+	t                   tally
+}
+
+// fill is what every fill shares: the newest copy of each id, the cache's
+// life lock, settled Sets, the version floors (a refused object is counted,
+// and returned in older when the origin had announced a newer version) and
+// forgotten absences; store keeps each object that passes, under mu. after,
+// if not nil, runs once mu is released, still within the life lock, with
+// the number of the last main-tier Set issued.
+func (c *Cache) fill(since uint64, objs []*graph.Object, store func(*graph.Object, *fillState), after func(seq uint64)) (older []string) {
 	objs = newestByID(objs)
 	if len(objs) == 0 {
 		return nil
@@ -92,39 +110,27 @@ func (c *Cache) FillPrefetched(since uint64, objs ...*graph.Object) (older []str
 	if c.closed {
 		return nil
 	}
-	now := c.cfg.Now()
-	expires, fresh := c.expiry(now), c.freshUntil(now)
-	var t tally
+	f := fillState{now: c.cfg.Now()}
+	f.expires, f.fresh = c.expiry(f.now), c.freshUntil(f.now)
 	c.mu.Lock()
 	c.settleLocked()
 	for _, o := range objs {
-		if refuse, old := c.belowFloorLocked(o, since, now); refuse {
-			t.staleFills++
+		if refuse, old := c.belowFloorLocked(o, since, f.now); refuse {
+			f.t.staleFills++
 			if old {
 				older = append(older, o.ID)
 			}
 			continue
 		}
 		c.forgetNegativeLocked(o.ID)
-		if cur, ok := c.mainLocked(o.ID); ok {
-			// Speculation replaces a main-tier copy only with a newer version,
-			// or with a refetch of the same one once it went stale.
-			if stale, _ := staleness(cur.fresh, now); o.Version < cur.obj.Version || o.Version == cur.obj.Version && !stale {
-				continue
-			}
-			c.main.rc.Del(o.ID) // outdated; Del is ordered after every earlier Set
-		}
-		if n := c.liveLocked(c.pre, o.ID, now, &t); n != nil {
-			if !renews(o.Version, n.obj.Version, n.fresh, now) {
-				continue
-			}
-			c.pre.remove(n)
-			t.discard(n)
-		}
-		c.insertLocked(&node{id: o.ID, obj: o, cost: o.Size(), expires: expires, fresh: fresh}, now, &t)
+		store(o, &f)
 	}
+	seq := c.issued
 	c.mu.Unlock()
-	c.report(&t)
+	c.report(&f.t)
+	if after != nil {
+		after(seq)
+	}
 	return older
 }
 
