@@ -42,7 +42,7 @@ func (f Fetcher) Clear() {
 // prefetch.Expander).
 type Origin interface {
 	BatchGet(ctx context.Context, ids []string) (found []*graph.Object, missing []string, err error)
-	Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error
+	Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error
 }
 
 // Fetching returns o with every object it fetches offered to the hub as a
@@ -64,8 +64,8 @@ func (f fetching) BatchGet(ctx context.Context, ids []string) ([]*graph.Object, 
 	return found, missing, err
 }
 
-func (f fetching) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
-	return f.Origin.Expand(ctx, roots, b, func(level int, objs []*graph.Object, missing []string) error {
+func (f fetching) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
+	return f.Origin.Expand(ctx, roots, known, b, func(level int, objs []*graph.Object, missing []string) error {
 		f.hub.Predicted(objs, "expand")
 		return fn(level, objs, missing)
 	})

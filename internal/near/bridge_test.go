@@ -21,7 +21,7 @@ func (fakeOrigin) BatchGet(_ context.Context, ids []string) ([]*graph.Object, []
 	return []*graph.Object{obj(ids[0], 1)}, ids[1:], nil
 }
 
-func (fakeOrigin) Expand(_ context.Context, roots []string, _ graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+func (fakeOrigin) Expand(_ context.Context, roots []string, _ []*graph.Object, _ graph.Budget, fn func(int, []*graph.Object, []string) error) error {
 	return fn(0, []*graph.Object{obj(roots[0], 1)}, nil)
 }
 
@@ -53,7 +53,7 @@ func TestFetchingOffersWhatTheOriginSent(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, found, 1)
 	assert.Equal(t, []string{"gone"}, missing)
-	require.NoError(t, o.Expand(context.Background(), []string{"b"}, graph.Budget{}, func(int, []*graph.Object, []string) error { return nil }))
+	require.NoError(t, o.Expand(context.Background(), []string{"b"}, nil, graph.Budget{}, func(int, []*graph.Object, []string) error { return nil }))
 	evs := h.Take(s, 10)
 	assert.Equal(t, []string{"push a v1", "push b v1"}, kinds(evs))
 	assert.Equal(t, "fetch", evs[0].Reason)
