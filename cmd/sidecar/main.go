@@ -108,6 +108,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 16, "largest depth a request may ask for")
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 100000, "largest max_objects a request may ask for")
 	fs.IntVar(&o.server.MaxWalks, "max-walks", 64, "GetGraph streams served at once; beyond it new ones are refused RESOURCE_EXHAUSTED")
+	o.server.StreamBytes = 64 << 20
+	fs.Var((*byteSize)(&o.server.StreamBytes), "stream-memory-bytes", "bytes all GetGraph streams together hold for their clients (suffixes KiB, MiB, GiB); a walk under way waits for room, a new one is refused RESOURCE_EXHAUSTED while none is left")
 	fs.DurationVar(&o.healthInterval, "health-interval", time.Second, "how often the origin's health is checked")
 	fs.Float64Var(&o.readiness.FailureRatio, "readiness-failure-ratio", 0.5, "the sidecar is not ready (grpc.health NOT_SERVING; liveness stays SERVING) when more than this share of its origin calls in a health interval failed (at least 3), when 3 in a row failed, or while the breaker is open; 1 = only the latter two")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
@@ -264,6 +266,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("server config: %w", err)
 	}
 	svc.EnableNear(hub)
+	metrics.RegisterStreamMemory(reg, svc.StreamMemory)
 	// The request codec comes after the counting interceptors, so that a
 	// request that does not decode is counted with its INVALID_ARGUMENT.
 	gm := metrics.NewGRPCServer(reg)

@@ -176,6 +176,14 @@ func RegisterUnread(reg prometheus.Registerer, unread func() (objects, bytes int
 	)
 }
 
+// RegisterStreamMemory exports lookahead_stream_memory_bytes, read from held
+// at every scrape.
+func RegisterStreamMemory(reg prometheus.Registerer, held func() int64) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "stream_memory_bytes",
+		Help: "Bytes GetGraph streams hold for their clients now, of --stream-memory-bytes."},
+		func() float64 { return float64(held()) }))
+}
+
 func (c *tierCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.bytes
 	ch <- c.objects
