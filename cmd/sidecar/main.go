@@ -173,6 +173,10 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	defer tr.Stop(log)
 	o.server.Tracer = tr.Tracer("github.com/lookahead-dev/lookahead/internal/server")
 	o.transport.dialOptions = tr.DialOptions()
+	// Speculation backs off when the origins shed it or demand slows down:
+	// the origin clients tell the scheduler's window of every round trip.
+	o.sched.Window = prefetch.NewWindow(o.sched.Workers, wire.Prefetch(m))
+	o.transport.client.Observe = o.sched.Window.Observe
 	origs, err := o.transport.dialOrigins(o.origins.routes, m)
 	if err != nil {
 		return err
