@@ -114,15 +114,20 @@ func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, c
 	if deeper == 0 {
 		return false
 	}
+	// Every candidate is a root, held ones too: below them the levels are
+	// as much wanted as below the others, and one round trip is cheaper than
+	// a job per level. None to fetch: walk on through what is held.
 	roots := make([]string, 0, len(cands))
+	missing := false
 	for _, c := range cands {
-		if _, known := s.fetcher.Peek(c.id); !known {
-			roots = append(roots, c.id)
-		}
+		_, known := s.fetcher.Peek(c.id)
+		missing = missing || !known
+		roots = append(roots, c.id)
 	}
-	if len(roots) == 0 {
+	if !missing {
 		return false
 	}
+	roots = dedupe(roots)
 	b := graph.Budget{Depth: deeper, MaxObjects: budget}
 	for f := range fields {
 		b.Fields = append(b.Fields, f)
