@@ -276,19 +276,12 @@ func (l *Learned) Read(objs []*graph.Object) (parents []string) {
 const offersPerList = 256
 
 func (l *Learned) offerLocked(o *graph.Object, depth int) {
-	count := map[string]int{} // refs per field, to know each list's last
-	back := map[string]bool{} // fields whose list points at an object read
+	lists := l.listsOf(o)
+	var children []string
 	for _, r := range o.Refs {
-		count[r.Field]++
-		if _, read := l.depth[r.ID]; read {
-			back[r.Field] = true
-		}
-	}
-	pos, rank := map[string]int{}, map[string]int{}
-	var children, fields []string
-	for _, r := range o.Refs {
-		i := pos[r.Field]
-		pos[r.Field] = i + 1
+		f := &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
+		i := f.pos
+		f.pos++
 		if i >= offersPerList {
 			continue
 		}
@@ -297,20 +290,42 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 			continue // o read again, or enough lists offer the child
 		}
 		k := edgeKey{min(depth, maxContextDepth), o.Type, r.Field}
-		l.pending[r.ID] = append(offers, offer{key: k, pos: i, rank: rank[r.Field], last: i == count[r.Field]-1,
-			back: back[r.Field], parent: o.ID, seq: l.request})
+		l.pending[r.ID] = append(offers, offer{key: k, pos: i, rank: f.rank, last: i == f.n-1,
+			back: f.back, parent: o.ID, seq: l.request})
 		if _, read := l.depth[r.ID]; !read {
-			rank[r.Field]++ // a reader that reads each object once skips the others
+			f.rank++ // a reader that reads each object once skips the others
 		}
 		l.ring = append(l.ring, ringEntry{id: r.ID, seq: l.request, parent: o.ID})
 		children = append(children, r.ID)
-		if !slices.Contains(fields, r.Field) {
-			fields = append(fields, r.Field)
-		}
 	}
 	if len(children) > 0 {
-		l.open = append(l.open, &openList{id: o.ID, typ: o.Type, depth: depth, seq: l.request, children: children, fields: fields})
+		l.open = append(l.open, &openList{id: o.ID, depth: depth, seq: l.request, children: children})
 	}
+}
+
+// refList is one field's list of an object being offered.
+type refList struct {
+	field     string
+	n         int  // refs
+	back      bool // one of its first offersPerList points at an object read
+	pos, rank int  // of the next ref: in the list, among those not read
+}
+
+// listsOf returns o's lists, one per field (an object has few).
+func (l *Learned) listsOf(o *graph.Object) []refList {
+	var lists []refList
+	for _, r := range o.Refs {
+		i := slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
+		if i < 0 {
+			i = len(lists)
+			lists = append(lists, refList{field: r.Field})
+		}
+		f := &lists[i]
+		if f.n++; f.n <= offersPerList && !f.back {
+			_, f.back = l.depth[r.ID]
+		}
+	}
+	return lists
 }
 
 // expireLocked decides the offers older than the horizon as not followed.

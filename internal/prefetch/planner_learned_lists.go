@@ -6,17 +6,10 @@ import "slices"
 // seen to follow yet.
 type openList struct {
 	id       string
-	typ      string
 	depth    int      // below a direct request
 	seq      int      // request that read it
 	children []string // the ids it offered
-	fields   []string // the fields of its lists with ids offered
 	started  []string // the fields of its lists followed
-}
-
-// waits reports whether o has a list of field offered and not followed.
-func (o *openList) waits(field string) bool {
-	return slices.Contains(o.fields, field) && !slices.Contains(o.started, field)
 }
 
 // maxRank is how far down a list, past what was followed from it (counting
