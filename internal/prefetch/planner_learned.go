@@ -57,12 +57,25 @@ func (c *LearnedConfig) setDefaults() {
 // few at a time (TAO reads associations the same way), so a position far
 // down a list is only fetched once applications are seen to read that far.
 //
+// The model: fetching a ref speculatively costs the same whether or not it
+// is read (origin work, bytes, CPU on the cores the sidecar shares with the
+// application, cache room), and saves the application a round trip only if
+// it is read. With p the probability that it is, a prefetch pays when
+// p × round trip > cost; the threshold (1/2) is where a prefetch that pays
+// covers one that does not, so that speculation fetches, when its estimates
+// are right, at most about two objects per object read.
+//
 // Evidence: a ref is offered when the object holding it is answered, and
-// followed when the object it points to is requested later; an offer not
-// followed within Horizon requests counts as not followed. A position's
-// estimate borrows strength from its field's, and the field's from Prior,
-// so that one read of the first friend already says something about the
-// second.
+// followed when the object it points to is requested later, from that list
+// in list order (inOrderLocked); an offer not followed within Horizon
+// requests counts as not followed, and so do the lists a reader going level
+// by level has passed by (closeLocked). A read that could be a list's first
+// follow but goes on with its own lists was a direct request
+// (checkFirstLocked). A position's estimate borrows strength from its
+// field's, and the field's from Prior, so that one read of the first friend
+// already says something about the second; a field nothing is known about
+// at one depth borrows from the depths above when they were read as a
+// tree's (treeLikeLocked).
 type Learned struct {
 	cfg LearnedConfig
 
@@ -165,80 +178,6 @@ func (l *Learned) Depth(id string) int {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.depth[id]
-}
-
-// Chances implements Chooser: the probability of each ref of o being read,
-// given that o is read at depth, in ref order; refs beyond what
-// applications were seen to read from one list get 0.
-func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
-	out = out[:0]
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var lists []listChances // one per field: objects have few
-	for _, r := range o.Refs {
-		i := slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field })
-		if i < 0 {
-			i = len(lists)
-			lists = append(lists, l.listLocked(edgeKey{min(depth, maxContextDepth), o.Type, r.Field}))
-		}
-		out = append(out, lists[i].next())
-	}
-	return out
-}
-
-// listChances gives the chances of one list's refs in order.
-type listChances struct {
-	field string
-	s     *fieldStats // nil: nothing known
-	prior float64     // the field's estimate, or Prior when nothing is known
-	run   int         // the longest run read from one list
-	pos   int         // of the next ref
-}
-
-// minAhead is the last position a list with a follow is fetched to.
-const minAhead = 3
-
-// priorWeight is how many observations the level above counts for.
-const priorWeight = 2
-
-func (l *Learned) listLocked(k edgeKey) listChances {
-	c := listChances{field: k.field, s: l.stats[k], prior: l.cfg.Prior}
-	if c.s == nil {
-		c.s = l.treeLikeLocked(k)
-	}
-	if c.s != nil {
-		c.prior = (c.s.allFollowed + priorWeight*l.cfg.Prior) / (c.s.allOffered + priorWeight)
-		c.run = c.s.maxRun
-	}
-	if k.depth > 0 {
-		// How far a list is read is borrowed from the level above when a
-		// list there was read to its end: the friends of friends are read
-		// as far as the friends were.
-		if up := l.stats[edgeKey{k.depth - 1, k.typ, k.field}]; up != nil && up.ended {
-			c.run = max(c.run, up.maxRun)
-		}
-	}
-	return c
-}
-
-// next is the chance of the next ref. A position's estimate borrows
-// strength from its field's. A list is read from its start, a few at a
-// time: nothing beyond half again the longest run read from one list of
-// this field so far, so that a list read to its end is fetched ahead in
-// growing steps while a hub's thousands of refs cost a few; and at least
-// minAhead positions, since the application asks for the next ref as soon
-// as it has the last one, before any speculation it caused can start.
-func (c *listChances) next() float64 {
-	pos := c.pos
-	c.pos++
-	switch {
-	case c.s == nil:
-		return c.prior
-	case pos > max(c.run+c.run/2, minAhead):
-		return 0
-	}
-	b := bucket(pos)
-	return (c.s.followed[b] + priorWeight*c.prior) / (c.s.offered[b] + priorWeight)
 }
 
 // Read implements Chooser: objs were answered to one request. Each is a
