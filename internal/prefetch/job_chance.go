@@ -116,9 +116,10 @@ func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, c
 	if deeper == 0 {
 		return false
 	}
-	// Every candidate is a root, held ones too: below them the levels are
-	// as much wanted as below the others, and one round trip is cheaper than
-	// a job per level. None to fetch: walk on through what is held.
+	// Every candidate is a root, held ones too (the Expand walks through
+	// them without fetching them again): below them the levels are as much
+	// wanted as below the others, and one round trip is cheaper than a job
+	// per level. None to fetch: walk on through what is held.
 	roots := make([]string, 0, len(cands))
 	missing := false
 	for _, c := range cands {
