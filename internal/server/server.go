@@ -195,23 +195,19 @@ func (s *Server) GetGraph(req *lookaheadv1.GetGraphRequest, stream lookaheadv1.S
 	default:
 		return status.Errorf(codes.ResourceExhausted, "%d GetGraph streams are being served, the limit (--max-walks): retry later", s.cfg.MaxWalks)
 	}
-	var (
-		chunk []*lookaheadv1.Result
-		bytes int
-	)
+	var chunk graphChunk
 	flush := func(missing []string) error {
-		if len(chunk) == 0 && len(missing) == 0 {
+		if chunk.results == 0 && len(missing) == 0 {
 			return nil
 		}
-		err := stream.Send(&lookaheadv1.GetGraphResponse{Results: chunk, MissingIds: missing})
-		chunk, bytes = nil, 0
-		return err
+		return stream.Send(chunk.message(missing))
 	}
 	missing, err := s.fetcher.Walk(stream.Context(), req.GetRoots(), b, func(level int, rs []fetch.Result) error {
 		for _, r := range rs {
-			chunk = append(chunk, result(r))
-			bytes += int(r.Object.Size())
-			if len(chunk) >= s.cfg.ChunkObjects || bytes >= s.cfg.ChunkBytes {
+			if err := chunk.add(r); err != nil {
+				return status.Errorf(codes.Internal, "encoding object %q: %v", r.Object.ID, err)
+			}
+			if chunk.results >= s.cfg.ChunkObjects || chunk.bytes >= s.cfg.ChunkBytes {
 				if err := flush(nil); err != nil {
 					return err
 				}
