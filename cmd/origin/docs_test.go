@@ -36,5 +36,5 @@ func TestMetricsDocumented(t *testing.T) {
 func TestFlagsDocumented(t *testing.T) {
 	o, err := parseFlags(nil)
 	require.NoError(t, err)
-	doccheck.SameNames(t, readme, "origin", "flag", doccheck.Flags(o.settings))
+	doccheck.SameNames(t, readme, "origin", "flag", doccheck.Flags(o.cmd.Settings))
 }

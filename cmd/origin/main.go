@@ -14,10 +14,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/signal"
 	"path/filepath"
-	"strings"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -39,6 +36,7 @@ import (
 )
 
 type options struct {
+	cmd                                                flagconf.Command // --config, --check-config, --version, --log-level
 	listen, metricsListen, dataDir, addrFile, loadPath string
 	seed                                               string
 	reseed                                             bool
@@ -47,11 +45,8 @@ type options struct {
 	social                                             socialOptions
 	server                                             originserver.Config
 	drainTimeout                                       time.Duration
-	logLevel                                           slog.Level
 	tlsFiles                                           tlsconfig.Server
 	tls                                                *tls.Config // loaded from tlsFiles; nil = plaintext
-	checkConfig, version                               bool
-	settings                                           []string // every setting as name=value, for --check-config
 	pg                                                 pgOptions
 	registry                                           registry // nil: a new prometheus.Registry; tests pass one that records
 	tracing                                            tracing.Config
@@ -64,7 +59,7 @@ type registry interface {
 }
 
 func parseFlags(args []string) (*options, error) {
-	o := &options{}
+	o := &options{cmd: flagconf.Command{Name: "origin"}}
 	fs := flag.NewFlagSet("origin", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprintf(fs.Output(), "Usage: origin [flags]\n\nServes lookahead's OriginService over an embedded bbolt store or a PostgreSQL schema.\n       origin postgres-introspect|postgres-install -h\n\nFlags:\n")
@@ -96,32 +91,16 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.tlsFiles.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM); needs --tls-key; empty = plaintext")
 	fs.StringVar(&o.tlsFiles.KeyFile, "tls-key", "", "private key (PEM) of --tls-cert")
 	fs.StringVar(&o.tlsFiles.ClientCAFile, "tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS; needs --tls-cert")
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
-	config := fs.String("config", "", "YAML file of settings: each flag's name is a key (precedence: flags, then LOOKAHEAD_ORIGIN_* environment variables, then this file, then defaults)")
-	fs.BoolVar(&o.checkConfig, "check-config", false, "check every setting (flags, environment, --config file), print them as name=value and exit: status 0 if all are valid, 2 if not; nothing is started")
-	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	o.cmd.Register(fs)
 	fs.StringVar(&o.tracing.Endpoint, "otlp-endpoint", "", "send OpenTelemetry traces of every request, continuing the caller's trace, to this OTLP/gRPC collector: http://host:4317 (plaintext) or https://…; empty = no tracing")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
+	if err := o.cmd.Parse(fs, args); err != nil || o.cmd.Version {
+		return o, err
 	}
-	if o.version {
-		return o, nil
+	if err := o.finish(); err != nil {
+		return o, err
 	}
-	if err := flagconf.Apply(fs, *config, os.Environ(), "LOOKAHEAD_ORIGIN", "config", "check-config", "version"); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q: settings are flags (-name value)", fs.Args())
-	}
-	if err := o.finish(*level); err != nil {
-		return nil, err
-	}
-	fs.VisitAll(func(f *flag.Flag) {
-		if f.Name != "check-config" && f.Name != "version" {
-			o.settings = append(o.settings, f.Name+"="+f.Value.String())
-		}
-	})
+	o.cmd.Record(fs)
 	return o, nil
 }
 
@@ -136,29 +115,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 		return status
 	}
 	o, err := parseFlags(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "origin:", err)
-		return 2
-	}
-	if o.version {
-		fmt.Fprintln(stdout, "origin", buildinfo.Get())
-		return 0
-	}
-	if o.checkConfig {
-		fmt.Fprintln(stdout, strings.Join(o.settings, "\n"))
-		return 0
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, log); err != nil {
-		log.Error("origin stopped", "err", err)
-		return 1
-	}
-	return 0
+	return o.cmd.Run(stdout, stderr, err, func(ctx context.Context, log *slog.Logger) error { return run(ctx, o, log) })
 }
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.

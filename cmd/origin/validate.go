@@ -13,11 +13,8 @@ import (
 // the config file have been applied. The server's limits keep their rules in
 // originserver.Config.Validate; the rules here are the flags' own. Every
 // broken setting is reported, each naming its flag.
-func (o *options) finish(level string) error {
-	var errs []error
-	if err := o.logLevel.UnmarshalText([]byte(level)); err != nil {
-		errs = append(errs, fmt.Errorf("-log-level %q: want debug, info, warn or error", level))
-	}
+func (o *options) finish() error {
+	errs := []error{o.cmd.FinishLogLevel()}
 	o.random.payloadBytes, o.random.seed = o.tasks.payloadBytes, o.tasks.seed
 	o.social.payloadBytes, o.social.seed = o.tasks.payloadBytes, o.tasks.seed
 	switch o.seed {

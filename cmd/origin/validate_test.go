@@ -54,7 +54,7 @@ var origin = flagconftest.Command{
 		if err != nil {
 			return nil, err
 		}
-		return o.settings, nil
+		return o.cmd.Settings, nil
 	},
 }
 

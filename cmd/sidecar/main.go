@@ -13,11 +13,9 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"os"
-	"os/signal"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,6 +42,7 @@ import (
 )
 
 type options struct {
+	cmd                                         flagconf.Command // --config, --check-config, --version, --log-level
 	listen, unixSocket, metricsListen, addrFile string
 	origins                                     originFlag
 	unixSocketMode                              os.FileMode
@@ -57,12 +56,9 @@ type options struct {
 	readiness                                   server.ReadinessConfig
 	watch                                       bool
 	coherence                                   coherence.Config
-	logLevel                                    slog.Level
 	transport                                   transportOptions // origin retries, breaker, limits; TLS
-	checkConfig, version                        bool
-	pprof                                       bool     // serve /debug/pprof/ beside /metrics
-	settings                                    []string // every setting as name=value, for --check-config
-	registry                                    registry // nil: a new prometheus.Registry; tests pass one that records
+	pprof                                       bool             // serve /debug/pprof/ beside /metrics
+	registry                                    registry         // nil: a new prometheus.Registry; tests pass one that records
 	tracing                                     tracing.Config
 	tracer                                      *tracing.Tracing // nil: from tracing; tests pass one that records
 }
@@ -74,7 +70,7 @@ type registry interface {
 }
 
 func parseFlags(args []string) (*options, error) {
-	o := &options{}
+	o := &options{cmd: flagconf.Command{Name: "sidecar"}}
 	fs := flag.NewFlagSet("sidecar", flag.ContinueOnError)
 	fs.StringVar(&o.listen, "listen", "127.0.0.1:7070", "gRPC listen address (TCP); empty disables TCP")
 	fs.StringVar(&o.unixSocket, "unix-socket", "", "also listen on this unix socket path; an existing socket is replaced only when nothing listens on it, anything else there stops the start")
@@ -112,36 +108,20 @@ func parseFlags(args []string) (*options, error) {
 	fs.Float64Var(&o.readiness.FailureRatio, "readiness-failure-ratio", 0.5, "the sidecar is not ready (grpc.health NOT_SERVING; liveness stays SERVING) when more than this share of its origin calls in a health interval failed (at least 3), when 3 in a row failed, or while the breaker is open; 1 = only the latter two")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
 	o.transport.register(fs)
-	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
-	fs.BoolVar(&o.checkConfig, "check-config", false, "check every setting (flags, environment, --config file), print them as name=value and exit: status 0 if all are valid, 2 if not; nothing is started")
-	config := fs.String("config", "", "YAML file of settings: each flag's name is a key (precedence: flags, then LOOKAHEAD_SIDECAR_* environment variables, then this file, then defaults)")
-	fs.BoolVar(&o.version, "version", false, "print the version and exit")
+	o.cmd.Register(fs)
 	fs.StringVar(&o.tracing.Endpoint, "otlp-endpoint", "", "send OpenTelemetry traces (requests, cache lookups, origin round trips) to this OTLP/gRPC collector: http://host:4317 (plaintext) or https://…; empty = no tracing, at no cost")
-	if err := fs.Parse(args); err != nil {
-		return nil, err
-	}
-	if o.version {
-		return o, nil
-	}
-	if err := flagconf.Apply(fs, *config, os.Environ(), "LOOKAHEAD_SIDECAR", "config", "check-config", "version"); err != nil {
-		return nil, err
-	}
-	if fs.NArg() > 0 {
-		return nil, fmt.Errorf("unexpected arguments %q: settings are flags (-name value)", fs.Args())
+	if err := o.cmd.Parse(fs, args); err != nil || o.cmd.Version {
+		return o, err
 	}
 	set := map[string]bool{} // flags given as flag, variable or file key
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 	if !set["prefetch-mode"] && (set["prefetch-depth"] || set["prefetch-fields"]) {
 		*mode = string(prefetch.ModeStatic) // a depth or fields asked for are what is used
 	}
-	if err := o.finish(rawOptions{mode: *mode, level: *level}); err != nil {
-		return nil, err
+	if err := o.finish(*mode); err != nil {
+		return o, err
 	}
-	fs.VisitAll(func(f *flag.Flag) {
-		if f.Name != "check-config" && f.Name != "version" {
-			o.settings = append(o.settings, f.Name+"="+f.Value.String())
-		}
-	})
+	o.cmd.Record(fs)
 	return o, nil
 }
 
@@ -153,29 +133,7 @@ func main() {
 // setting, 1 when the sidecar stopped on an error.
 func cli(args []string, stdout, stderr io.Writer) int {
 	o, err := parseFlags(args)
-	if errors.Is(err, flag.ErrHelp) {
-		return 0
-	}
-	if err != nil {
-		fmt.Fprintln(stderr, "sidecar:", err)
-		return 2
-	}
-	if o.version {
-		fmt.Fprintln(stdout, "sidecar", buildinfo.Get())
-		return 0
-	}
-	if o.checkConfig {
-		fmt.Fprintln(stdout, strings.Join(o.settings, "\n"))
-		return 0
-	}
-	log := slog.New(slog.NewJSONHandler(stderr, &slog.HandlerOptions{Level: o.logLevel}))
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, o, log); err != nil {
-		log.Error("sidecar stopped", "err", err)
-		return 1
-	}
-	return 0
+	return o.cmd.Run(stdout, stderr, err, func(ctx context.Context, log *slog.Logger) error { return run(ctx, o, log) })
 }
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.

@@ -80,7 +80,7 @@ func TestUnixSocketModeFlag(t *testing.T) {
 	o, err = parseFlags([]string{"--unix-socket", "/tmp/x.sock", "--unix-socket-mode", "0600"})
 	require.NoError(t, err)
 	assert.Equal(t, os.FileMode(0o600), o.unixSocketMode)
-	assert.Contains(t, o.settings, "unix-socket-mode=0600")
+	assert.Contains(t, o.cmd.Settings, "unix-socket-mode=0600")
 	for _, bad := range []string{"rw", "0778", "01777", "-1"} {
 		_, err = parseFlags([]string{"--unix-socket-mode", bad})
 		assert.ErrorContains(t, err, "octal permission bits", bad)

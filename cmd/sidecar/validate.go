@@ -12,28 +12,20 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 )
 
-// rawOptions are the settings parseFlags reads as text and finish converts.
-type rawOptions struct {
-	mode, level string
-}
-
 // finish converts the text settings and validates every setting: the one
 // path for --check-config and for startup, run after flags, environment and
 // the config file have been applied. Each package's Config keeps its own
 // rules (its Validate); the rules here are the flags' own: a zero that the
 // Config would silently read as its default, and settings that conflict.
 // Every broken setting is reported, each naming its flag.
-func (o *options) finish(raw rawOptions) error {
+func (o *options) finish(mode string) error {
 	var errs []error
-	o.sched.Mode = prefetch.Mode(raw.mode)
+	o.sched.Mode = prefetch.Mode(mode)
 	o.cache.StaleFor = max(o.fetch.StaleWhileRevalidate, o.fetch.StaleIfError)
 	if o.fields != "" {
 		o.planner.Fields = strings.Split(o.fields, ",")
 	}
-	if err := o.logLevel.UnmarshalText([]byte(raw.level)); err != nil {
-		errs = append(errs, fmt.Errorf("-log-level %q: want debug, info, warn or error", raw.level))
-	}
-	errs = append(errs, o.transport.finish(), o.flagRules())
+	errs = append(errs, o.cmd.FinishLogLevel(), o.transport.finish(), o.flagRules())
 	errs = append(errs,
 		wrap("-prefetch-mode, -prefetch-workers, -prefetch-queue", o.sched.Validate()),
 		wrap("-batch-size, -demand-batches, -stale-*", o.fetch.Validate()),

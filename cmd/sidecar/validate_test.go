@@ -70,7 +70,7 @@ var sidecar = flagconftest.Command{
 		if err != nil {
 			return nil, err
 		}
-		return o.settings, nil
+		return o.cmd.Settings, nil
 	},
 	Alone: map[string][]string{"listen": {"--unix-socket", "/tmp/x.sock"}, "origin": {"--unix-socket", "/tmp/x.sock"}},
 }

@@ -240,26 +240,9 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 	if w.checkIdentity(ctx, st) {
 		return true, errRestarted // restart has reset the position
 	}
-	w.mu.Lock()
-	if w.restarting {
-		// A probe saw another dataset while this stream opened: its start
-		// belongs to the dataset before, and must not become the position.
-		w.mu.Unlock()
-		return true, errRestarted
+	if err := w.takePosition(st); err != nil {
+		return true, err
 	}
-	if w.haveRev && st.Start() < w.rev {
-		// The origin's history is not the one we followed: nothing cached can
-		// be checked against it. Start over from its revision.
-		w.rev = st.Start()
-		w.mu.Unlock()
-		w.id.reset.Reset("origin revision went backwards")
-		w.log.Warn("origin revision went backwards: cache cleared", "start", st.Start())
-		return true, errRestarted
-	}
-	if !w.haveRev {
-		w.rev, w.haveRev = st.Start(), true
-	}
-	w.mu.Unlock()
 	w.setUp(true)
 	w.m.WatchConnected.Inc() // the number of origins' streams up
 	w.m.WatchRouteConnected.WithLabelValues(w.cfg.Route).Set(1)
@@ -281,6 +264,33 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 		}
 		w.apply(changes)
 	}
+}
+
+// takePosition makes a newly opened stream's start the position to resume
+// from, unless the stream belongs to a dataset a probe has already left, or
+// starts before the position (another history): then errRestarted.
+func (w *Watcher) takePosition(st Stream) error {
+	w.mu.Lock()
+	if w.restarting {
+		// A probe saw another dataset while this stream opened: its start
+		// belongs to the dataset before, and must not become the position.
+		w.mu.Unlock()
+		return errRestarted
+	}
+	if w.haveRev && st.Start() < w.rev {
+		// The origin's history is not the one we followed: nothing cached can
+		// be checked against it. Start over from its revision.
+		w.rev = st.Start()
+		w.mu.Unlock()
+		w.id.reset.Reset("origin revision went backwards")
+		w.log.Warn("origin revision went backwards: cache cleared", "start", st.Start())
+		return errRestarted
+	}
+	if !w.haveRev {
+		w.rev, w.haveRev = st.Start(), true
+	}
+	w.mu.Unlock()
+	return nil
 }
 
 // resumeFrom is the revision to resume the stream from: the highest

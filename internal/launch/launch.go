@@ -30,7 +30,7 @@ type Process struct {
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
 	waitErr error         // set before done is closed
-	log     *lockedBuffer
+	log     *Buffer
 	stopped sync.Once
 }
 
@@ -57,7 +57,7 @@ func Start(ctx context.Context, bin string, args []string, logTo io.Writer) (*Pr
 	}
 	defer os.RemoveAll(dir)
 	addrFile := filepath.Join(dir, "addr")
-	p := &Process{Name: filepath.Base(bin), done: make(chan struct{}), log: &lockedBuffer{}}
+	p := &Process{Name: filepath.Base(bin), done: make(chan struct{}), log: &Buffer{}}
 	p.cmd = exec.Command(bin, append(args, "--addr-file", addrFile)...)
 	var w io.Writer = p.log
 	if logTo != nil {
@@ -177,18 +177,22 @@ func (p *Process) Exited() bool {
 // Log returns what the process wrote so far.
 func (p *Process) Log() string { return p.log.String() }
 
-type lockedBuffer struct {
+// Buffer is a bytes.Buffer that one goroutine may write (a process's
+// output, a logger) while another reads it.
+type Buffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer
 }
 
-func (l *lockedBuffer) Write(p []byte) (int, error) {
+// Write appends p.
+func (l *Buffer) Write(p []byte) (int, error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.Write(p)
 }
 
-func (l *lockedBuffer) String() string {
+// String returns what was written so far.
+func (l *Buffer) String() string {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	return l.b.String()

@@ -10,31 +10,13 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/reqcheck"
 	"github.com/lookahead-dev/lookahead/internal/store"
 )
 
-// checkID validates one id of a request; name says where it was.
-func checkID(name, id string) error {
-	switch {
-	case id == "":
-		return status.Errorf(codes.InvalidArgument, "%s: empty id", name)
-	case len(id) > graph.MaxIDBytes:
-		return status.Errorf(codes.InvalidArgument, "%s: id of %d bytes exceeds the limit of %d", name, len(id), graph.MaxIDBytes)
-	}
-	return nil
-}
-
 // checkIDs validates a list of ids and its length against Config.MaxIDs.
 func (s *Server) checkIDs(name string, ids []string) error {
-	if len(ids) > s.cfg.MaxIDs {
-		return status.Errorf(codes.InvalidArgument, "%s: %d ids exceed the limit of %d per request", name, len(ids), s.cfg.MaxIDs)
-	}
-	for i, id := range ids {
-		if graph.ValidateID(id) != nil {
-			return checkID(name+"["+strconv.Itoa(i)+"]", id)
-		}
-	}
-	return nil
+	return reqcheck.IDs(name, ids, s.cfg.MaxIDs)
 }
 
 // checkObject validates an object to be written.
@@ -42,11 +24,11 @@ func checkObject(p *lookaheadv1.Object) error {
 	if p == nil {
 		return status.Error(codes.InvalidArgument, "object: missing")
 	}
-	if err := checkID("object.id", p.GetId()); err != nil {
+	if err := reqcheck.ID("object.id", p.GetId()); err != nil {
 		return err
 	}
 	for i, r := range p.GetRefs() {
-		if err := checkID("object.refs["+strconv.Itoa(i)+"].id", r.GetId()); err != nil {
+		if err := reqcheck.ID("object.refs["+strconv.Itoa(i)+"].id", r.GetId()); err != nil {
 			return err
 		}
 	}

@@ -6,6 +6,7 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
+	"github.com/lookahead-dev/lookahead/internal/reqcheck"
 )
 
 // BatchGet implements lookaheadv1.OriginServiceServer. It sends the stored
@@ -75,7 +76,7 @@ func (s *Server) Delete(ctx context.Context, req *lookaheadv1.OriginServiceDelet
 	if err := s.delay(ctx); err != nil {
 		return nil, toStatus(err)
 	}
-	if err := checkID("id", req.GetId()); err != nil {
+	if err := reqcheck.ID("id", req.GetId()); err != nil {
 		return nil, err
 	}
 	revision, err := s.st.Delete(req.GetId(), req.ExpectedVersion)

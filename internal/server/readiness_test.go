@@ -1,11 +1,9 @@
 package server
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/launch"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/origintest"
@@ -96,24 +95,6 @@ func TestReadinessToleratesAFewFailures(t *testing.T) {
 	assert.NoError(t, rd.Check(context.Background()), "1 of 3 failed: below both the count and the share")
 }
 
-// syncBuffer is a log destination safe for the health loop and the test.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) count(sub string) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return strings.Count(s.b.String(), sub)
-}
-
 func TestWatchOriginReadinessAndLiveness(t *testing.T) {
 	o := origintest.New(&graph.Object{ID: "a", Version: 1})
 	r := newHostileRig(t, o, origin.Config{BreakerFailures: -1})
@@ -121,7 +102,7 @@ func TestWatchOriginReadinessAndLiveness(t *testing.T) {
 	require.NoError(t, err)
 	hs := health.NewServer()
 	hs.SetServingStatus(LivenessService, healthpb.HealthCheckResponse_SERVING)
-	var logs syncBuffer
+	var logs launch.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -146,8 +127,8 @@ func TestWatchOriginReadinessAndLiveness(t *testing.T) {
 
 	o.Misbehave(origintest.Misbehaviour{})
 	require.Eventually(t, func() bool { return status("") == healthpb.HealthCheckResponse_SERVING }, 5*time.Second, time.Millisecond)
-	assert.Equal(t, 1, logs.count("not serving"), "the reason is logged once per transition")
-	assert.Equal(t, 1, logs.count("origin calls failed"))
+	assert.Equal(t, 1, strings.Count(logs.String(), "not serving"), "the reason is logged once per transition")
+	assert.Equal(t, 1, strings.Count(logs.String(), "origin calls failed"))
 }
 
 var statusDown = status.Error(codes.Unavailable, "shard down")

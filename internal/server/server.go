@@ -19,6 +19,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 	"github.com/lookahead-dev/lookahead/internal/near"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
+	"github.com/lookahead-dev/lookahead/internal/reqcheck"
 )
 
 // Config holds the sidecar's request limits. Zero values take the defaults.
@@ -130,7 +131,7 @@ func (s *Server) get(ctx context.Context, ids []string, h prefetch.Hint) (*fetch
 
 // Get implements lookaheadv1.SidecarServiceServer.
 func (s *Server) Get(ctx context.Context, req *lookaheadv1.GetRequest) (*lookaheadv1.GetResponse, error) {
-	if err := checkID("id", req.GetId()); err != nil {
+	if err := reqcheck.ID("id", req.GetId()); err != nil {
 		return nil, err
 	}
 	h, err := s.hint(req.GetHint())
@@ -241,7 +242,7 @@ func (s *Server) Put(ctx context.Context, req *lookaheadv1.PutRequest) (*lookahe
 
 // Delete implements lookaheadv1.SidecarServiceServer.
 func (s *Server) Delete(ctx context.Context, req *lookaheadv1.DeleteRequest) (*lookaheadv1.DeleteResponse, error) {
-	if err := checkID("id", req.GetId()); err != nil {
+	if err := reqcheck.ID("id", req.GetId()); err != nil {
 		return nil, err
 	}
 	s.track(ctx, []string{req.GetId()})

@@ -10,34 +10,14 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/fetch"
-	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
+	"github.com/lookahead-dev/lookahead/internal/reqcheck"
 )
 
-func checkID(name, id string) error {
-	switch {
-	case id == "":
-		return status.Errorf(codes.InvalidArgument, "%s: empty id", name)
-	case len(id) > graph.MaxIDBytes:
-		return status.Errorf(codes.InvalidArgument, "%s: id of %d bytes exceeds the limit of %d", name, len(id), graph.MaxIDBytes)
-	}
-	return nil
-}
-
+// checkIDs validates a list of ids and its length against Config.MaxIDs.
 func (s *Server) checkIDs(name string, ids []string) error {
-	if len(ids) > s.cfg.MaxIDs {
-		return status.Errorf(codes.InvalidArgument, "%s: %d ids exceed the limit of %d per request", name, len(ids), s.cfg.MaxIDs)
-	}
-	for i, id := range ids {
-		switch {
-		case id == "":
-			return status.Errorf(codes.InvalidArgument, "%s[%d]: empty id", name, i)
-		case len(id) > graph.MaxIDBytes:
-			return status.Errorf(codes.InvalidArgument, "%s[%d]: id of %d bytes exceeds the limit of %d", name, i, len(id), graph.MaxIDBytes)
-		}
-	}
-	return nil
+	return reqcheck.IDs(name, ids, s.cfg.MaxIDs)
 }
 
 func (s *Server) checkBudget(depth, maxObjects int, fields []string) error {

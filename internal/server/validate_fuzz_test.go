@@ -10,6 +10,7 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/reqcheck"
 )
 
 // FuzzRequestValidation feeds arbitrary ids, id lists, budgets and hints to
@@ -35,7 +36,7 @@ func FuzzRequestValidation(f *testing.F) {
 			fields = strings.Split(fieldList, ",")
 		}
 
-		err := checkID("id", id)
+		err := reqcheck.ID("id", id)
 		expectInvalidArgument(t, "checkID", err)
 		if err == nil && graph.ValidateID(id) != nil {
 			t.Fatalf("checkID accepted %q", id)

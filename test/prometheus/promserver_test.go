@@ -1,7 +1,6 @@
 package prometheus_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -19,6 +18,8 @@ import (
 	"time"
 
 	. "github.com/onsi/ginkgo/v2"
+
+	"github.com/lookahead-dev/lookahead/internal/launch"
 )
 
 // promServer is a Prometheus server run as a child process on a loopback
@@ -28,7 +29,7 @@ type promServer struct {
 	cmd     *exec.Cmd
 	done    chan struct{} // closed when the process has exited
 	waitErr error         // set before done is closed
-	log     lockedBuffer
+	log     launch.Buffer
 	stopped sync.Once
 }
 
@@ -211,21 +212,4 @@ func (p *promServer) get(path string, data any) error {
 		return fmt.Errorf("%s: %s: %s", path, env.ErrorType, env.Error)
 	}
 	return json.Unmarshal(env.Data, data)
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
