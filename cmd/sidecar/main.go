@@ -104,6 +104,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 16, "largest depth a request may ask for")
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 100000, "largest max_objects a request may ask for")
 	fs.IntVar(&o.server.MaxWalks, "max-walks", 64, "GetGraph streams served at once; beyond it new ones are refused RESOURCE_EXHAUSTED")
+	o.server.StreamBytes = 64 << 20
+	fs.Var((*byteSize)(&o.server.StreamBytes), "stream-memory-bytes", "bytes all GetGraph streams together hold for their clients (suffixes KiB, MiB, GiB); a walk under way waits for room, a new one is refused RESOURCE_EXHAUSTED while none is left")
 	fs.DurationVar(&o.healthInterval, "health-interval", time.Second, "how often the origin's health is checked")
 	fs.Float64Var(&o.readiness.FailureRatio, "readiness-failure-ratio", 0.5, "the sidecar is not ready (grpc.health NOT_SERVING; liveness stays SERVING) when more than this share of its origin calls in a health interval failed (at least 3), when 3 in a row failed, or while the breaker is open; 1 = only the latter two")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
@@ -171,6 +173,10 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	defer tr.Stop(log)
 	o.server.Tracer = tr.Tracer("github.com/lookahead-dev/lookahead/internal/server")
 	o.transport.dialOptions = tr.DialOptions()
+	// Speculation backs off when the origins shed it or demand slows down:
+	// the origin clients tell the scheduler's window of every round trip.
+	o.sched.Window = prefetch.NewWindow(o.sched.Workers, wire.Prefetch(m))
+	o.transport.client.Observe = o.sched.Window.Observe
 	origs, err := o.transport.dialOrigins(o.origins.routes, m)
 	if err != nil {
 		return err
@@ -195,12 +201,13 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	o.fetch.Metrics = wire.Fetch(m)
 	o.fetch.Speculative = origin.Speculative
 	// The near-cache hub hears of every write-side event and clear through
-	// nf, and, until the scheduler reports its predictions, of every object
-	// fetched from the origin.
+	// nf, and of every origin fetch: it pushes the speculative ones and
+	// expires each fetched id --ttl later.
 	hub, err := near.New(near.Config{MaxAge: o.cache.TTL}, reg)
 	if err != nil {
 		return fmt.Errorf("near config: %w", err)
 	}
+	defer hub.Close()
 	f, err := fetch.New(o.fetch, hub.Fetching(oc), c)
 	if err != nil {
 		return fmt.Errorf("fetch config: %w", err)
@@ -222,6 +229,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("server config: %w", err)
 	}
 	svc.EnableNear(hub)
+	metrics.RegisterStreamMemory(reg, svc.StreamMemory)
 	// The request codec comes after the counting interceptors, so that a
 	// request that does not decode is counted with its INVALID_ARGUMENT.
 	gm := metrics.NewGRPCServer(reg)

@@ -52,7 +52,7 @@ func (o *options) flagRules() error {
 		{"demand-batches", int64(o.fetch.DemandBatches)},
 		{"prefetch-queue", int64(o.sched.QueueSize)}, {"max-ids", int64(o.server.MaxIDs)},
 		{"max-depth", int64(o.server.MaxDepth)}, {"max-objects", int64(o.server.MaxObjects)}, {"max-walks", int64(o.server.MaxWalks)},
-		{"cache-bytes", o.cache.MainBytes}, {"prefetch-bytes", o.cache.PrefetchBytes},
+		{"cache-bytes", o.cache.MainBytes}, {"prefetch-bytes", o.cache.PrefetchBytes}, {"stream-memory-bytes", o.server.StreamBytes},
 	} {
 		if v.n == 0 {
 			errs = append(errs, fmt.Errorf("-%s 0: must be at least 1", v.flag))

@@ -47,6 +47,8 @@ type Set struct {
 	PrefetchDropped     prometheus.Counter // jobs dropped from a full queue, oldest first
 	PrefetchClamped     prometheus.Counter // jobs stopped by the prefetch tier's cap rather than their own budget
 	PrefetchDepth       prometheus.Gauge   // current configured or learned depth
+	PrefetchWindow      prometheus.Gauge   // speculative origin calls allowed in flight (AIMD)
+	PrefetchShed        prometheus.Counter // speculative origin calls the origin refused RESOURCE_EXHAUSTED
 
 	// Coherence.
 	StaleFills      prometheus.Counter     // fills refused: older than a change the origin announced
@@ -102,6 +104,8 @@ func New(reg prometheus.Registerer) *Set {
 		PrefetchDropped:     counter("prefetch_dropped_total", "Prefetch jobs dropped from a full prefetch queue, oldest first."),
 		PrefetchClamped:     counter("prefetch_clamped_total", "Prefetch jobs that stopped at what half the prefetch tier holds, before their own budget."),
 		PrefetchDepth:       gauge("prefetch_depth", "Reference levels currently prefetched below a demanded object."),
+		PrefetchWindow:      gauge("prefetch_window", "Speculative origin calls allowed in flight now: --prefetch-workers at most, halved when the origin sheds one or demand round trips slow down."),
+		PrefetchShed:        counter("prefetch_shed_total", "Speculative origin calls the origin refused RESOURCE_EXHAUSTED (shed under load); each backs speculation off, none is an error."),
 		StaleFills:          counter("cache_stale_fills_total", "Fetched copies not cached because the origin had announced a newer version or a deletion."),
 		StaleServed:         counterVec("stale_served_total", "Objects answered stale, by reason: revalidate (stale-while-revalidate) or error (stale-if-error).", "reason"),
 		WatchConnected:      gauge("watch_connected", "Origin change streams established: 1 while the origin's is, else 0 (with several origins, how many are up)."),
@@ -116,7 +120,8 @@ func New(reg prometheus.Registerer) *Set {
 	reg.MustRegister(s.Hits, s.Misses, s.Negative, s.Joined,
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
-		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchClamped, s.PrefetchDepth)
+		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchClamped, s.PrefetchDepth,
+		s.PrefetchWindow, s.PrefetchShed)
 	s.newResilience(reg)
 	s.newRoutes(reg)
 	return s
@@ -174,6 +179,14 @@ func RegisterUnread(reg prometheus.Registerer, unread func() (objects, bytes int
 			Help: "Bytes of the speculatively fetched objects no request has read yet."},
 			func() float64 { _, b := unread(); return float64(b) }),
 	)
+}
+
+// RegisterStreamMemory exports lookahead_stream_memory_bytes, read from held
+// at every scrape.
+func RegisterStreamMemory(reg prometheus.Registerer, held func() int64) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "stream_memory_bytes",
+		Help: "Bytes GetGraph streams hold for their clients now, of --stream-memory-bytes."},
+		func() float64 { return float64(held()) }))
 }
 
 func (c *tierCollector) Describe(ch chan<- *prometheus.Desc) {

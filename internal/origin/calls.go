@@ -86,7 +86,7 @@ func (c *Client) Calls() CallStats {
 // any. While the breaker is open it is refused without a round trip
 // (ErrCircuitOpen); after the cool-down it is the half-open probe.
 func (c *Client) Probe(ctx context.Context) error {
-	err := c.roundTrip(ctx, "BatchGet", func(ctx context.Context) error {
+	err := c.roundTrip(ctx, "BatchGet", 0, func(ctx context.Context) error {
 		_, err := c.rpc.BatchGet(ctx, &lookaheadv1.OriginServiceBatchGetRequest{})
 		return err
 	})

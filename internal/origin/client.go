@@ -92,11 +92,15 @@ func New(cc grpc.ClientConnInterface, cfg Config, m *metrics.Set) (*Client, erro
 	return c, nil
 }
 
-func (c *Client) observe(rpc string, start time.Time, err error) {
+func (c *Client) observe(ctx context.Context, rpc string, ids int, start time.Time, err error) {
+	elapsed := time.Since(start)
 	code := status.Code(err).String()
 	c.m.OriginRoundTrips.WithLabelValues(rpc, code).Inc()
 	c.m.OriginRouteRoundTrips.WithLabelValues(c.cfg.Route, rpc, code).Inc()
-	c.m.OriginDuration.WithLabelValues(rpc).Observe(time.Since(start).Seconds())
+	c.m.OriginDuration.WithLabelValues(rpc).Observe(elapsed.Seconds())
+	if c.cfg.Observe != nil {
+		c.cfg.Observe(RoundTrip{RPC: rpc, IDs: ids, Speculative: isSpeculation(ctx), Elapsed: elapsed, Err: err})
+	}
 }
 
 // timedOut says whether a round trip that took elapsed ended at Timeout.
@@ -111,9 +115,10 @@ func (c *Client) timedOut(actx context.Context, err error, elapsed time.Duration
 	return status.Code(err) == codes.DeadlineExceeded && elapsed >= c.cfg.Timeout*9/10
 }
 
-// roundTrip makes one attempt of rpc through the breaker, counted and timed.
-// A refused attempt makes no round trip and returns ErrCircuitOpen.
-func (c *Client) roundTrip(ctx context.Context, rpc string, f func(context.Context) error) error {
+// roundTrip makes one attempt of rpc for ids ids through the breaker,
+// counted and timed. A refused attempt makes no round trip and returns
+// ErrCircuitOpen.
+func (c *Client) roundTrip(ctx context.Context, rpc string, ids int, f func(context.Context) error) error {
 	var ticket resilience.Ticket
 	if c.breaker != nil {
 		t, err := c.breaker.Allow()
@@ -141,7 +146,7 @@ func (c *Client) roundTrip(ctx context.Context, rpc string, f func(context.Conte
 	start, answeredBefore := time.Now(), c.answered.Load()
 	err := f(actx)
 	inFlight.Dec()
-	c.observe(rpc, start, err)
+	c.observe(ctx, rpc, ids, start, err)
 	o := outcome(err)
 	if ours && ctx.Err() == nil && c.timedOut(actx, err, time.Since(start)) {
 		o = resilience.Failure // our timeout, not the caller's: the origin did not answer
@@ -201,7 +206,7 @@ func retryable(err error) bool {
 func (c *Client) BatchGet(ctx context.Context, ids []string) (found []*graph.Object, missing []string, err error) {
 	var resp *lookaheadv1.OriginServiceBatchGetResponse
 	err = c.retrying(ctx, "BatchGet", func(ctx context.Context) error {
-		return c.roundTrip(ctx, "BatchGet", func(ctx context.Context) error {
+		return c.roundTrip(ctx, "BatchGet", len(ids), func(ctx context.Context) error {
 			codec, limit := c.newReplyCodec(1), c.batchRecvLimit(len(ids))
 			var err error
 			resp, err = c.rpc.BatchGet(ctx, &lookaheadv1.OriginServiceBatchGetRequest{Ids: ids}, codec.callOptions(limit)...)
@@ -232,7 +237,7 @@ func (c *Client) BatchGet(ctx context.Context, ids []string) (found []*graph.Obj
 // level it is not.
 func (c *Client) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
 	err := c.retrying(ctx, "Expand", func(ctx context.Context) error {
-		return c.roundTrip(ctx, "Expand", func(ctx context.Context) error { return c.expand(ctx, roots, b, fn) })
+		return c.roundTrip(ctx, "Expand", len(roots), func(ctx context.Context) error { return c.expand(ctx, roots, b, fn) })
 	})
 	if status.Code(err) == codes.Unimplemented && !errors.Is(err, ErrCircuitOpen) {
 		return fmt.Errorf("origin expand: %w: %w", errors.ErrUnsupported, err)
@@ -297,7 +302,7 @@ func (c *Client) Put(ctx context.Context, o *graph.Object, expected *uint64) (ve
 		return 0, fmt.Errorf("object %q: %d bytes exceed the limit of %d: %w", o.ID, n, c.cfg.MaxObjectBytes, ErrObjectTooLarge)
 	}
 	var resp *lookaheadv1.OriginServicePutResponse
-	err = c.roundTrip(ctx, "Put", func(ctx context.Context) error {
+	err = c.roundTrip(ctx, "Put", 1, func(ctx context.Context) error {
 		var err error
 		resp, err = c.rpc.Put(ctx, &lookaheadv1.OriginServicePutRequest{Object: graphpb.ToProto(o), ExpectedVersion: expected})
 		return err
@@ -311,7 +316,7 @@ func (c *Client) Put(ctx context.Context, o *graph.Object, expected *uint64) (ve
 // Delete removes id at the origin; expected, when non-nil, makes it
 // conditional. Like Put, it is never retried.
 func (c *Client) Delete(ctx context.Context, id string, expected *uint64) error {
-	err := c.roundTrip(ctx, "Delete", func(ctx context.Context) error {
+	err := c.roundTrip(ctx, "Delete", 1, func(ctx context.Context) error {
 		_, err := c.rpc.Delete(ctx, &lookaheadv1.OriginServiceDeleteRequest{Id: id, ExpectedVersion: expected})
 		return err
 	})

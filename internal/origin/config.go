@@ -58,6 +58,10 @@ type Config struct {
 	// Route names this origin in the origin label of the per-route
 	// metrics; default metrics.DefaultRoute.
 	Route string
+	// Observe, when set, is told of every round trip as it ends: for the
+	// prefetch scheduler's pacing (prefetch.Window), which backs off when
+	// demand slows down or the origin sheds speculation.
+	Observe func(RoundTrip)
 }
 
 func (c *Config) setDefaults() {

@@ -66,6 +66,10 @@ type Misbehaviour struct {
 	// WatchStart, when set, is the revision a Watch stream announces in
 	// its header instead of the highest one so far.
 	WatchStart *uint64
+	// ShedSpeculative: BatchGet and Expand calls marked speculative
+	// (origin.SpeculativeKey) are refused RESOURCE_EXHAUSTED, as an origin
+	// over its load limit may refuse them (within the contract).
+	ShedSpeculative bool
 }
 
 // LevelAlways numbers every Expand level n, e.g. LevelAlways(math.MaxUint32).
@@ -232,6 +236,9 @@ func wait(ctx context.Context, d time.Duration, hang bool) error {
 // BatchGet implements lookaheadv1.OriginServiceServer.
 func (o *Origin) BatchGet(ctx context.Context, req *lookaheadv1.OriginServiceBatchGetRequest) (*lookaheadv1.OriginServiceBatchGetResponse, error) {
 	bad := o.begin("BatchGet")
+	if err := shed(ctx, bad); err != nil {
+		return nil, err
+	}
 	if err := wait(ctx, bad.Delay, bad.Hang); err != nil {
 		return nil, err
 	}
@@ -254,9 +261,20 @@ func (o *Origin) BatchGet(ctx context.Context, req *lookaheadv1.OriginServiceBat
 
 // Expand implements lookaheadv1.OriginServiceServer: one message per level,
 // breadth-first with graph.Traversal, misnumbered or unbounded on command.
+// shed refuses a speculative call if bad says to.
+func shed(ctx context.Context, bad Misbehaviour) error {
+	if bad.ShedSpeculative && origin.IsSpeculative(ctx) {
+		return status.Error(codes.ResourceExhausted, "origintest: speculative calls are shed")
+	}
+	return nil
+}
+
 func (o *Origin) Expand(req *lookaheadv1.ExpandRequest, stream grpc.ServerStreamingServer[lookaheadv1.ExpandResponse]) error {
 	bad := o.begin("Expand")
 	ctx := stream.Context()
+	if err := shed(ctx, bad); err != nil {
+		return err
+	}
 	b := graph.Budget{Depth: int(req.GetDepth()), MaxObjects: int(req.GetMaxObjects()), Fields: req.GetFields()}
 	if bad.IgnoreBudget {
 		b.Depth, b.MaxObjects = math.MaxInt, 0

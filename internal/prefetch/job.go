@@ -49,8 +49,7 @@ func (s *Scheduler) expand(j job) {
 // of the job when the origin has one, level by level otherwise.
 func (s *Scheduler) fetchLevel(plan *graph.Plan, st graph.Step, b graph.Budget) ([]*graph.Object, *fetch.Expansion, error) {
 	if b.Depth-st.Level > 0 && s.fetcher.CanExpand() {
-		x := s.fetcher.NewExpansion(st.Fetch, plan.Rest(st, b), true)
-		err := x.Run(s.ctx)
+		x, err := s.runExpansion(st.Fetch, plan.Rest(st, b))
 		if err == nil {
 			fetched, _ := x.Delivered(st.Fetch)
 			more, err := x.JoinedRoots(s.ctx) // roots another fetch was bringing
@@ -64,7 +63,20 @@ func (s *Scheduler) fetchLevel(plan *graph.Plan, st graph.Step, b graph.Budget) 
 	return fetched, nil, err
 }
 
-// speculate fetches ids for a job in batches, each waiting for a worker
+// runExpansion runs one speculative Expand below roots in a window slot.
+// The slot is taken before the expansion claims its ids, as speculate's
+// batches do: a fetch that claimed ids and then waited for a slot could be
+// waited on by every holder of one.
+func (s *Scheduler) runExpansion(roots []string, b graph.Budget) (*fetch.Expansion, error) {
+	if err := s.win.acquire(s.ctx); err != nil {
+		return nil, err
+	}
+	defer s.win.release()
+	x := s.fetcher.NewExpansion(roots, b, true)
+	return x, x.Run(s.ctx)
+}
+
+// speculate fetches ids for a job in batches, each waiting for a window
 // slot before it claims its ids, so that a demand never joins a fetch that
 // is itself still queued behind speculation.
 func (s *Scheduler) speculate(ids []string) ([]*graph.Object, error) {
@@ -80,12 +92,10 @@ func (s *Scheduler) speculate(ids []string) ([]*graph.Object, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			select {
-			case s.sem <- struct{}{}:
-			case <-s.ctx.Done():
+			if s.win.acquire(s.ctx) != nil {
 				return
 			}
-			defer func() { <-s.sem }()
+			defer s.win.release()
 			got, err := s.fetcher.Speculate(s.ctx, chunk)
 			mu.Lock()
 			out = append(out, got...)

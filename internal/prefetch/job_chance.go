@@ -127,8 +127,8 @@ func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, c
 	for f := range fields {
 		b.Fields = append(b.Fields, f)
 	}
-	x := s.fetcher.NewExpansion(roots, b, true)
-	if err := x.Run(s.ctx); err != nil {
+	x, err := s.runExpansion(roots, b)
+	if err != nil {
 		return !errors.Is(err, errors.ErrUnsupported) // trouble: stop; unsupported: level by level
 	}
 	_, _ = x.JoinedRoots(s.ctx)

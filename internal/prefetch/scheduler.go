@@ -29,9 +29,11 @@ type Fetcher interface {
 // Metrics receives the scheduler's counts; metrics.Set's PrefetchMetrics
 // satisfies it. Nil counts nothing.
 type Metrics interface {
-	Dropped()    // a speculative job dropped from a full queue
-	Clamped()    // a job the prefetch tier's cap stopped before its own budget
-	Depth(d int) // the planner's current depth
+	Dropped()     // a speculative job dropped from a full queue
+	Clamped()     // a job the prefetch tier's cap stopped before its own budget
+	Depth(d int)  // the planner's current depth
+	Window(n int) // speculative origin calls the Window allows in flight now
+	Shed()        // a speculative origin call the origin refused RESOURCE_EXHAUSTED
 }
 
 // Mode selects whether the scheduler speculates.
@@ -53,6 +55,9 @@ type Config struct {
 	// half of it holds (see tierCap); 0 = no cap.
 	TierBytes int64
 	Metrics   Metrics // nil counts nothing
+	// Window paces speculative origin calls below Workers (see Window);
+	// nil = NewWindow(Workers, Metrics), which nothing moves.
+	Window *Window
 }
 
 func (c *Config) setDefaults() {
@@ -117,7 +122,7 @@ type Scheduler struct {
 	chooser Chooser // nil when the planner does not choose object by object
 
 	jobs *queue
-	sem  chan struct{} // one slot per concurrent speculative origin request
+	win  *Window // a slot per speculative origin call in flight
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when running drops to 0; uses mu
@@ -135,11 +140,14 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 	if err := cfg.validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Window == nil {
+		cfg.Window = NewWindow(cfg.Workers, cfg.Metrics)
+	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{
 		cfg: cfg, fetcher: f, planner: p,
 		jobs: newQueue(cfg.QueueSize),
-		sem:  make(chan struct{}, cfg.Workers),
+		win:  cfg.Window,
 		ctx:  ctx, cancel: cancel,
 	}
 	s.idle = sync.NewCond(&s.mu)
@@ -327,6 +335,8 @@ func (s *Scheduler) tierCap() int {
 
 type nopMetrics struct{}
 
-func (nopMetrics) Dropped()  {}
-func (nopMetrics) Clamped()  {}
-func (nopMetrics) Depth(int) {}
+func (nopMetrics) Dropped()   {}
+func (nopMetrics) Clamped()   {}
+func (nopMetrics) Depth(int)  {}
+func (nopMetrics) Window(int) {}
+func (nopMetrics) Shed()      {}

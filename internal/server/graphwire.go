@@ -1,6 +1,8 @@
 package server
 
 import (
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
@@ -25,19 +27,26 @@ var (
 	resultStale  = graphpb.FieldNumber(&lookaheadv1.Result{}, "stale")
 )
 
-// graphChunk is the GetGraph message being built.
-type graphChunk struct {
-	raw     []byte // the encoded results
-	results int
-	bytes   int // the objects' Size
+// graphMessage is the GetGraph message of rs.
+func graphMessage(rs []fetch.Result) (*lookaheadv1.GetGraphResponse, error) {
+	var raw []byte
+	for _, r := range rs {
+		var err error
+		if raw, err = appendResult(raw, r); err != nil {
+			return nil, status.Errorf(codes.Internal, "encoding object %q: %v", r.Object.ID, err)
+		}
+	}
+	m := &lookaheadv1.GetGraphResponse{}
+	m.ProtoReflect().SetUnknown(protoreflect.RawFields(raw))
+	return m, nil
 }
 
-// add encodes r as one more result, its fields in the order proto.Marshal
-// writes them, zero values left out.
-func (c *graphChunk) add(r fetch.Result) error {
+// appendResult appends r as one more result, its fields in the order
+// proto.Marshal writes them, zero values left out.
+func appendResult(b []byte, r fetch.Result) ([]byte, error) {
 	obj, err := graphpb.Encoded(r.Object)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	status, level := uint64(cacheStatus(r.Status)), uint64(r.Level)
 	n := protowire.SizeTag(resultObject) + protowire.SizeBytes(len(obj))
@@ -50,7 +59,7 @@ func (c *graphChunk) add(r fetch.Result) error {
 	if r.Stale {
 		n += protowire.SizeTag(resultStale) + 1
 	}
-	b := protowire.AppendTag(c.raw, graphResults, protowire.BytesType)
+	b = protowire.AppendTag(b, graphResults, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(n))
 	b = protowire.AppendTag(b, resultObject, protowire.BytesType)
 	b = protowire.AppendBytes(b, obj)
@@ -66,17 +75,5 @@ func (c *graphChunk) add(r fetch.Result) error {
 		b = protowire.AppendTag(b, resultStale, protowire.VarintType)
 		b = protowire.AppendVarint(b, 1)
 	}
-	c.raw = b
-	c.results++
-	c.bytes += int(r.Object.Size())
-	return nil
-}
-
-// message is the chunk's message with missing, if any, and starts the next
-// chunk in a buffer of the same size.
-func (c *graphChunk) message(missing []string) *lookaheadv1.GetGraphResponse {
-	m := &lookaheadv1.GetGraphResponse{MissingIds: missing}
-	m.ProtoReflect().SetUnknown(protoreflect.RawFields(c.raw))
-	c.raw, c.results, c.bytes = make([]byte, 0, len(c.raw)), 0, 0
-	return m
+	return b, nil
 }

@@ -55,16 +55,27 @@ type rigOptions struct {
 
 func serve(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, *grpc.ClientConn) {
 	t.Helper()
+	gs, dial := serveDialer(t, register, opts...)
+	return gs, dial()
+}
+
+// serveDialer serves register's services on an in-memory listener and
+// returns a function that opens another client connection to them.
+func serveDialer(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, func(...grpc.DialOption) *grpc.ClientConn) {
+	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer(opts...)
 	register(gs)
 	go func() { _ = gs.Serve(lis) }()
-	cc, err := grpc.NewClient("passthrough:///bufnet",
-		grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
-		grpc.WithTransportCredentials(insecure.NewCredentials()))
-	require.NoError(t, err)
-	t.Cleanup(func() { cc.Close(); gs.Stop() })
-	return gs, cc
+	t.Cleanup(gs.Stop)
+	return gs, func(dopts ...grpc.DialOption) *grpc.ClientConn {
+		cc, err := grpc.NewClient("passthrough:///bufnet", append([]grpc.DialOption{
+			grpc.WithContextDialer(func(ctx context.Context, _ string) (net.Conn, error) { return lis.DialContext(ctx) }),
+			grpc.WithTransportCredentials(insecure.NewCredentials())}, dopts...)...)
+		require.NoError(t, err)
+		t.Cleanup(func() { cc.Close() })
+		return cc
+	}
 }
 
 func newRig(t testing.TB, objs []*graph.Object, o rigOptions) *rig {
@@ -94,7 +105,8 @@ func newRig(t testing.TB, objs []*graph.Object, o rigOptions) *rig {
 	require.NoError(t, err)
 	hub, err := near.New(o.near, prometheus.NewRegistry())
 	require.NoError(t, err)
-	f, err := fetch.New(fetch.Config{Metrics: wire.Fetch(m)}, hub.Fetching(oc), c)
+	t.Cleanup(hub.Close)
+	f, err := fetch.New(fetch.Config{Metrics: wire.Fetch(m), Speculative: origin.Speculative}, hub.Fetching(oc), c)
 	require.NoError(t, err)
 	o.engine.Metrics = wire.Prefetch(m)
 	e, err := prefetch.New(o.engine, f, o.planner)

@@ -20,6 +20,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
+	"github.com/lookahead-dev/lookahead/internal/near"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/origintest"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
@@ -32,11 +33,21 @@ type hostileRig struct {
 	origin *origintest.Origin
 	oc     *origin.Client
 	m      *metrics.Set
-	reg    *prometheus.Registry // the gRPC server metrics
+	reg    *prometheus.Registry // the gRPC server metrics and the near hub's
 	codec  *RequestCodec
+	svc    *Server
+	hub    *near.Hub
+	dial   func(...grpc.DialOption) *grpc.ClientConn // another client connection
 }
 
 func newHostileRig(t *testing.T, o *origintest.Origin, cfg origin.Config) *hostileRig {
+	t.Helper()
+	return newHostileRigWith(t, o, cfg, Config{})
+}
+
+// newHostileRigWith is newHostileRig with the server's limits scfg; its
+// sidecar serves Subscribe.
+func newHostileRigWith(t *testing.T, o *origintest.Origin, cfg origin.Config, scfg Config) *hostileRig {
 	t.Helper()
 	m := metrics.New(prometheus.NewRegistry())
 	c, err := cache.New(cache.Config{}, wire.Cache(m))
@@ -47,14 +58,19 @@ func newHostileRig(t *testing.T, o *origintest.Origin, cfg origin.Config) *hosti
 	require.NoError(t, err)
 	e, err := prefetch.New(modeOff, f, prefetch.Static{})
 	require.NoError(t, err)
-	svc, err := New(Config{}, f, e, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	svc, err := New(scfg, f, e, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	reg := prometheus.NewRegistry()
+	hub, err := near.New(near.Config{}, reg)
+	require.NoError(t, err)
+	svc.EnableNear(hub)
 	codec := NewRequestCodec()
-	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) },
+	_, dial := serveDialer(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) },
 		append(Interceptors(metrics.NewGRPCServer(reg)), codec.ServerOptions()...)...)
 	t.Cleanup(func() { e.Close(); c.Close() })
-	return &hostileRig{client: lookaheadv1.NewSidecarServiceClient(scc), cc: scc, origin: o, oc: oc, m: m, reg: reg, codec: codec}
+	scc := dial()
+	return &hostileRig{client: lookaheadv1.NewSidecarServiceClient(scc), cc: scc, origin: o, oc: oc, m: m, reg: reg,
+		codec: codec, svc: svc, hub: hub, dial: dial}
 }
 
 func (r *hostileRig) get(id string) (*lookaheadv1.GetResponse, error) {

@@ -36,6 +36,9 @@ type Config struct {
 	// the sidecar's memory and origin connections from everyone else (a Get
 	// that hits never waits for them); default 64.
 	MaxWalks int
+	// StreamBytes bounds the bytes all GetGraph streams together hold for
+	// their clients (see streamMemory); default 64 MiB.
+	StreamBytes int64
 }
 
 // SetDefaults fills zero values with the documented defaults.
@@ -58,6 +61,9 @@ func (c *Config) SetDefaults() {
 	if c.MaxWalks == 0 {
 		c.MaxWalks = 64
 	}
+	if c.StreamBytes == 0 {
+		c.StreamBytes = 64 << 20
+	}
 }
 
 // Validate reports every broken limit.
@@ -71,6 +77,9 @@ func (c Config) Validate() error {
 		if v.n < 1 {
 			errs = append(errs, fmt.Errorf("%s %d: must be at least 1", v.name, v.n))
 		}
+	}
+	if c.StreamBytes < 1 {
+		errs = append(errs, fmt.Errorf("stream bytes %d: must be at least 1", c.StreamBytes))
 	}
 	return errors.Join(errs...)
 }
@@ -104,7 +113,8 @@ type Server struct {
 	writer  Writer
 	log     *slog.Logger
 	walks   chan struct{} // one token per GetGraph being served
-	near    *near.Hub     // nil unless EnableNear
+	streams *streamMemory
+	near    *near.Hub // nil unless EnableNear
 }
 
 // New builds the sidecar service.
@@ -113,7 +123,8 @@ func New(cfg Config, f Fetcher, sched Scheduler, w Writer, log *slog.Logger) (*S
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	return &Server{cfg: cfg, fetcher: f, sched: sched, writer: w, log: log, walks: make(chan struct{}, cfg.MaxWalks)}, nil
+	return &Server{cfg: cfg, fetcher: f, sched: sched, writer: w, log: log,
+		walks: make(chan struct{}, cfg.MaxWalks), streams: newStreamMemory(cfg.StreamBytes)}, nil
 }
 
 // get answers ids and tells the scheduler.
@@ -190,36 +201,21 @@ func (s *Server) GetGraph(req *lookaheadv1.GetGraphRequest, stream lookaheadv1.S
 	if b.MaxObjects == 0 { // 0 asks for no cap: the server's cap still holds
 		b.MaxObjects = s.cfg.MaxObjects
 	}
-	select {
-	case s.walks <- struct{}{}:
-		defer func() { <-s.walks }()
-	default:
-		return status.Errorf(codes.ResourceExhausted, "%d GetGraph streams are being served, the limit (--max-walks): retry later", s.cfg.MaxWalks)
+	done, err := s.admitWalk()
+	if err != nil {
+		return err
 	}
-	var chunk graphChunk
-	flush := func(missing []string) error {
-		if chunk.results == 0 && len(missing) == 0 {
-			return nil
-		}
-		return stream.Send(chunk.message(missing))
-	}
-	missing, err := s.fetcher.Walk(stream.Context(), req.GetRoots(), b, func(level int, rs []fetch.Result) error {
-		for _, r := range rs {
-			if err := chunk.add(r); err != nil {
-				return status.Errorf(codes.Internal, "encoding object %q: %v", r.Object.ID, err)
-			}
-			if chunk.results >= s.cfg.ChunkObjects || chunk.bytes >= s.cfg.ChunkBytes {
-				if err := flush(nil); err != nil {
-					return err
-				}
-			}
-		}
-		return flush(nil) // a level is complete: send it now
+	defer done()
+	missing, err := s.fetcher.Walk(stream.Context(), req.GetRoots(), b, func(_ int, rs []fetch.Result) error {
+		return s.sendLevel(stream, rs) // a level is complete: send it now
 	})
 	if err != nil {
 		return toStatus(err)
 	}
-	return flush(missing)
+	if len(missing) == 0 {
+		return nil
+	}
+	return stream.Send(&lookaheadv1.GetGraphResponse{MissingIds: missing})
 }
 
 // Put implements lookaheadv1.SidecarServiceServer.

@@ -45,7 +45,7 @@ func BenchmarkColdWalk(b *testing.B) {
 			if err != nil {
 				return 0, err
 			}
-			return drain(s, func(m *lookaheadv1.GetGraphResponse) int { return len(m.GetResults()) })
+			return drainCount(s, func(m *lookaheadv1.GetGraphResponse) int { return len(m.GetResults()) })
 		})
 	})
 	b.Run("OriginExpand", func(b *testing.B) {
@@ -55,7 +55,7 @@ func BenchmarkColdWalk(b *testing.B) {
 			if err != nil {
 				return 0, err
 			}
-			return drain(s, func(m *lookaheadv1.ExpandResponse) int { return len(m.GetObjects()) })
+			return drainCount(s, func(m *lookaheadv1.ExpandResponse) int { return len(m.GetObjects()) })
 		})
 	})
 }
@@ -86,8 +86,8 @@ func coldWalks(b *testing.B, r *rig, want int, walk func(context.Context) (int, 
 	b.ReportMetric(float64(cpu.Nanoseconds())/1e3/float64(objects), "cpu-µs/object")
 }
 
-// drain reads a stream to its end, counting the objects of its messages.
-func drain[M any](s interface{ Recv() (*M, error) }, count func(*M) int) (int, error) {
+// drainCount reads a stream to its end, counting the objects of its messages.
+func drainCount[M any](s interface{ Recv() (*M, error) }, count func(*M) int) (int, error) {
 	n := 0
 	for {
 		m, err := s.Recv()

@@ -82,3 +82,9 @@ func (a PrefetchMetrics) Clamped() { a.s.PrefetchClamped.Inc() }
 
 // Depth sets the current prefetch depth.
 func (a PrefetchMetrics) Depth(d int) { a.s.PrefetchDepth.Set(float64(d)) }
+
+// Window sets how many speculative origin calls may be in flight.
+func (a PrefetchMetrics) Window(n int) { a.s.PrefetchWindow.Set(float64(n)) }
+
+// Shed counts a speculative origin call the origin shed.
+func (a PrefetchMetrics) Shed() { a.s.PrefetchShed.Inc() }

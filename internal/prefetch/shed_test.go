@@ -1,0 +1,83 @@
+package prefetch
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
+	"github.com/lookahead-dev/lookahead/internal/origin"
+	"github.com/lookahead-dev/lookahead/internal/origintest"
+	"github.com/lookahead-dev/lookahead/internal/resilience"
+)
+
+// renamed is objs with every id and ref under prefix: another tree.
+func renamed(objs []*graph.Object, prefix string) []*graph.Object {
+	out := make([]*graph.Object, len(objs))
+	for i, o := range objs {
+		c := *o
+		c.ID = prefix + o.ID
+		c.Refs = make([]graph.Ref, len(o.Refs))
+		for j, r := range o.Refs {
+			c.Refs[j] = graph.Ref{Field: r.Field, ID: prefix + r.ID}
+		}
+		out[i] = &c
+	}
+	return out
+}
+
+// A shedding origin backs speculation off: the window closes, no request
+// fails, the breaker stays closed and no round trip counts as failed; once
+// the origin stops shedding, speculation opens the window again. Over gRPC,
+// with the sidecar's origin client.
+func TestShedSpeculationBacksOffWithoutFailing(t *testing.T) {
+	objs := tree(t, 3, 5)
+	o := origintest.New(slices.Concat(objs, renamed(objs, "b-"), renamed(objs, "c-"))...)
+	o.Misbehave(origintest.Misbehaviour{ShedSpeculative: true})
+
+	sm := metrics.New(prometheus.NewRegistry())
+	win := NewWindow(4, wire.Prefetch(sm))
+	// Only speculation's round trips reach the window: how fast demand is
+	// answered here depends on the machine, and must not move it.
+	speculation := func(rt origin.RoundTrip) {
+		if rt.Speculative {
+			win.Observe(rt)
+		}
+	}
+	oc, err := origin.New(o.Start(t), origin.Config{Observe: speculation}, metrics.New(prometheus.NewRegistry()))
+	require.NoError(t, err)
+	// Depth 1: every object read makes one speculative BatchGet for its
+	// children (the origin's Expand is not used for a single level).
+	r := newRigWith(t, oc, Config{Window: win}, fetch.Config{Speculative: origin.Speculative}, Static{Depth: 1, MaxObjects: 100}, cache.Config{})
+
+	// Without waiting for speculation, demands join speculative fetches
+	// that are then shed: they fetch again, and every Get succeeds.
+	walkByGet(t, r.engine, "c-task-0")
+	r.engine.s.Idle()
+	win.mu.Lock()
+	win.set(4) // open again: the 40 sheds below close it from 4, hold-offs included
+	win.mu.Unlock()
+
+	statuses := walkByGetThinking(t, r.engine, "task-0", r.engine.s.Idle)
+	for i, s := range statuses {
+		require.Contains(t, []Status{StatusMiss, StatusJoined}, s, "Get %d: nothing speculated can have landed", i)
+	}
+	assert.GreaterOrEqual(t, testutil.ToFloat64(sm.PrefetchShed), 40.0, "a shed BatchGet below each of the 40 inner objects")
+	assert.Equal(t, 1, win.Limit(), "the window closed to one call")
+	assert.Equal(t, 1.0, testutil.ToFloat64(sm.PrefetchWindow))
+	assert.Equal(t, resilience.StateClosed, oc.BreakerState(), "a shed is no failure of the origin")
+	assert.Zero(t, oc.Calls().Failed, "no round trip counted failed")
+
+	o.Misbehave(origintest.Misbehaviour{})
+	statuses = walkByGetThinking(t, r.engine, "b-task-0", r.engine.s.Idle)
+	assert.Contains(t, statuses, fetch.StatusHitPrefetched, "speculation lands again")
+	assert.Equal(t, 4, win.Limit(), "answered speculation opened the window again")
+}

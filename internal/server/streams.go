@@ -1,0 +1,106 @@
+package server
+
+import (
+	"context"
+	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
+)
+
+// streamMemory is the sidecar-wide budget of the bytes GetGraph streams
+// hold for their clients: a message's objects from when the stream takes
+// them from its walk until gRPC has taken the message. A slow client keeps
+// its stream's Send waiting, and with it the message; without a budget
+// every slow client could hold ChunkBytes of the sidecar's memory, each
+// walk as much as another. A walk under way waits for room (until its
+// deadline); a new one is refused while the budget is spent, as beyond
+// MaxWalks. Gets and BatchGets take nothing from it: a hit never waits.
+type streamMemory struct {
+	sem   *semaphore.Weighted
+	limit int64
+	held  atomic.Int64
+}
+
+func newStreamMemory(limit int64) *streamMemory {
+	return &streamMemory{sem: semaphore.NewWeighted(limit), limit: limit}
+}
+
+// spent says whether the budget is all held, or others are waiting for it.
+func (m *streamMemory) spent() bool {
+	if !m.sem.TryAcquire(1) {
+		return true
+	}
+	m.sem.Release(1)
+	return false
+}
+
+// hold takes n bytes, waiting for others to release them until ctx ends;
+// a message larger than the whole budget takes all of it.
+func (m *streamMemory) hold(ctx context.Context, n int64) (release func(), err error) {
+	n = min(max(n, 1), m.limit)
+	if err := m.sem.Acquire(ctx, n); err != nil {
+		return nil, err
+	}
+	m.held.Add(n)
+	return func() {
+		m.held.Add(-n)
+		m.sem.Release(n)
+	}, nil
+}
+
+// StreamMemory is the bytes GetGraph streams hold now, of
+// Config.StreamBytes (lookahead_stream_memory_bytes).
+func (s *Server) StreamMemory() int64 { return s.streams.held.Load() }
+
+// admitWalk takes one of MaxWalks places for a GetGraph stream, or refuses
+// it RESOURCE_EXHAUSTED; done gives the place back.
+func (s *Server) admitWalk() (done func(), err error) {
+	select {
+	case s.walks <- struct{}{}:
+	default:
+		return nil, status.Errorf(codes.ResourceExhausted, "%d GetGraph streams are being served, the limit (--max-walks): retry later", s.cfg.MaxWalks)
+	}
+	if s.streams.spent() {
+		<-s.walks
+		return nil, status.Errorf(codes.ResourceExhausted, "GetGraph streams hold %d bytes, the limit (--stream-memory-bytes): retry later", s.cfg.StreamBytes)
+	}
+	return func() { <-s.walks }, nil
+}
+
+// sendLevel sends one level of a walk in messages of at most ChunkObjects
+// objects and about ChunkBytes bytes, each held against the stream memory
+// budget from before it is built until gRPC has taken it.
+func (s *Server) sendLevel(stream lookaheadv1.SidecarService_GetGraphServer, rs []fetch.Result) error {
+	for len(rs) > 0 {
+		n, bytes := s.chunk(rs)
+		release, err := s.streams.hold(stream.Context(), bytes)
+		if err != nil {
+			return err
+		}
+		msg, err := graphMessage(rs[:n])
+		if err == nil {
+			err = stream.Send(msg)
+		}
+		release()
+		if err != nil {
+			return err
+		}
+		rs = rs[n:]
+	}
+	return nil
+}
+
+// chunk counts the objects at the start of rs that make one message, and
+// their bytes.
+func (s *Server) chunk(rs []fetch.Result) (n int, bytes int64) {
+	for n < len(rs) && n < s.cfg.ChunkObjects && bytes < int64(s.cfg.ChunkBytes) {
+		bytes += rs[n].Object.Size()
+		n++
+	}
+	return n, bytes
+}
