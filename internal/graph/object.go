@@ -103,3 +103,12 @@ func (e *RefError) Error() string {
 }
 
 func (e *RefError) Unwrap() error { return e.Err }
+
+// IDs returns the ids of objs, in order.
+func IDs(objs []*Object) []string {
+	out := make([]string, len(objs))
+	for i, o := range objs {
+		out[i] = o.ID
+	}
+	return out
+}

@@ -119,7 +119,7 @@ func (c *Client) checkMissing(ids []string, asked map[string]answer) (missing []
 
 // expandCheck follows an Expand stream: an object may come only if it is a
 // root or the ref (through the requested fields) of an object already
-// received, and only once.
+// received or known, and only once; a known object never comes.
 type expandCheck struct {
 	c         *Client
 	fields    map[string]bool   // nil = all
@@ -127,8 +127,8 @@ type expandCheck struct {
 	seen      map[string]answer // ids sent, as objects or as missing
 }
 
-func (c *Client) newExpandCheck(roots []string, b graph.Budget) *expandCheck {
-	n := b.SizeHint(len(roots))
+func (c *Client) newExpandCheck(roots []string, known []*graph.Object, b graph.Budget) *expandCheck {
+	n := b.SizeHint(len(roots) + len(known))
 	x := &expandCheck{c: c, reachable: make(map[string]bool, n), seen: make(map[string]answer, n)}
 	for _, r := range roots {
 		x.reachable[r] = true
@@ -139,7 +139,20 @@ func (c *Client) newExpandCheck(roots []string, b graph.Budget) *expandCheck {
 			x.fields[f] = true
 		}
 	}
+	for _, o := range known {
+		x.seen[o.ID] = gotObject // sent anyway: a duplicate
+		x.follow(o)
+	}
 	return x
+}
+
+// follow makes the refs of o through the requested fields reachable.
+func (x *expandCheck) follow(o *graph.Object) {
+	for _, r := range o.Refs {
+		if x.fields == nil || x.fields[r.Field] {
+			x.reachable[r.ID] = true
+		}
+	}
 }
 
 // next checks one message of the stream, keeping its objects that may be
@@ -163,11 +176,7 @@ func (x *expandCheck) next(m *expandReply) (objs []*graph.Object, missing []stri
 		if err := c.checkObject(o); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrMalformedReply, err)
 		}
-		for _, r := range o.Refs {
-			if x.fields == nil || x.fields[r.Field] {
-				x.reachable[r.ID] = true
-			}
-		}
+		x.follow(o)
 		objs = append(objs, o)
 	}
 	missing = m.missing[:0]
