@@ -80,13 +80,14 @@ type Expansion struct {
 // included, so that one Expand covers all that lies below it. A speculative
 // expansion fills the prefetch tier, a demanded one the main tier.
 func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool) *Expansion {
+	n := b.SizeHint(len(roots))
 	x := &Expansion{
 		f: f, speculative: speculative, budget: b, since: f.cache.Changes(),
-		got:     make(map[string]*graph.Object, len(roots)),
+		got:     make(map[string]*graph.Object, n),
 		held:    make(map[string]*graph.Object, len(roots)),
 		owned:   make(map[string]bool, len(roots)),
 		missing: make(map[string]bool),
-		reach:   graph.NewReach(b, len(roots)),
+		reach:   graph.NewReach(b, n),
 		claims:  make(map[int][]*batch),
 		changed: make(chan struct{}),
 	}

@@ -127,14 +127,15 @@ type expandCheck struct {
 	seen      map[string]answer // ids sent, as objects or as missing
 }
 
-func (c *Client) newExpandCheck(roots []string, known []*graph.Object, fields []string) *expandCheck {
-	x := &expandCheck{c: c, reachable: make(map[string]bool, len(roots)), seen: make(map[string]answer, len(known))}
+func (c *Client) newExpandCheck(roots []string, known []*graph.Object, b graph.Budget) *expandCheck {
+	n := b.SizeHint(len(roots) + len(known))
+	x := &expandCheck{c: c, reachable: make(map[string]bool, n), seen: make(map[string]answer, n)}
 	for _, r := range roots {
 		x.reachable[r] = true
 	}
-	if len(fields) > 0 {
-		x.fields = make(map[string]bool, len(fields))
-		for _, f := range fields {
+	if len(b.Fields) > 0 {
+		x.fields = make(map[string]bool, len(b.Fields))
+		for _, f := range b.Fields {
 			x.fields[f] = true
 		}
 	}
@@ -154,32 +155,32 @@ func (x *expandCheck) follow(o *graph.Object) {
 	}
 }
 
-// next checks one message of the stream.
-func (x *expandCheck) next(resp *lookaheadv1.ExpandResponse) (objs []*graph.Object, missing []string, err error) {
+// next checks one message of the stream, keeping its objects that may be
+// used and its missing ids in place.
+func (x *expandCheck) next(m *expandReply) (objs []*graph.Object, missing []string, err error) {
 	c := x.c
-	objs = make([]*graph.Object, 0, len(resp.GetObjects()))
-	for _, p := range resp.GetObjects() {
-		id := p.GetId()
+	objs = m.objs[:0]
+	for _, o := range m.objs {
 		switch {
-		case graph.ValidateID(id) != nil:
+		case graph.ValidateID(o.ID) != nil:
 			c.malformed(metrics.MalformedInvalidID)
 			continue
-		case x.seen[id] != unanswered:
+		case x.seen[o.ID] != unanswered:
 			c.malformed(metrics.MalformedDuplicate)
 			continue
-		case !x.reachable[id]:
+		case !x.reachable[o.ID]:
 			c.malformed(metrics.MalformedUnrequested)
 			continue
 		}
-		x.seen[id] = gotObject
-		o := graphpb.FromProto(p)
+		x.seen[o.ID] = gotObject
 		if err := c.checkObject(o); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrMalformedReply, err)
 		}
 		x.follow(o)
 		objs = append(objs, o)
 	}
-	for _, id := range resp.GetMissingIds() {
+	missing = m.missing[:0]
+	for _, id := range m.missing {
 		switch {
 		case !x.reachable[id]:
 			c.malformed(metrics.MalformedUnrequested)
