@@ -155,8 +155,10 @@ func (s *store) putLocked(o *lookaheadv1.Object, pushed bool) bool {
 
 // floor applies an invalidation: copies of id older than version (all of
 // them when deleted) go, and a tombstone refuses them later. version 0
-// drops any copy without a floor; pending marks a write of ours whose
-// version the stream will tell.
+// drops any copy without a floor (an Invalidate, the sidecar's copy
+// reaching its TTL), and, with no version to refuse by, every read in
+// flight: it may bring the dropped copy back. pending marks a write of
+// ours whose version the stream will tell.
 func (s *store) floor(id string, version uint64, deleted, pending bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -166,6 +168,7 @@ func (s *store) floor(id string, version uint64, deleted, pending bool) {
 			s.removeLocked(old)
 			s.stats.invalidations.Add(1)
 		}
+		s.gen++
 		return
 	}
 	if old != nil {

@@ -62,6 +62,18 @@ func TestStoreRefusesWhatIsOlderThanItKnows(t *testing.T) {
 	assert.Empty(t, s.takeTicket().subscriber, "no subscription, no tracked reads")
 }
 
+func TestStoreRefusesAReadInFlightAcrossAnInvalidationWithoutVersion(t *testing.T) {
+	s := newStore(1 << 20)
+	s.up("s", time.Hour, 0)
+	x := &lookaheadv1.Object{Id: "x", Version: 3}
+	tk := s.takeTicket()
+	s.floor("x", 0, false, false) // the sidecar's copy expired, or was invalidated, while the read was out
+	assert.False(t, s.fill(x, tk, false), "the read may bring back the dropped copy")
+	assert.True(t, s.fill(x, s.takeTicket(), false), "a read started after it is kept: no floor was set")
+	s.floor("x", 0, false, false)
+	assert.Nil(t, s.get("x"), "dropped")
+}
+
 func TestStoreStaysWithinItsBudgetAndKeepsWhatIsHit(t *testing.T) {
 	s := newStore(10 * (entryOverhead + 16))
 	s.up("s", time.Hour, 0)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"time"
 
@@ -26,6 +27,9 @@ type W1Config struct {
 	// round trip per object, as slow as no_prefetch) at every latency rather
 	// than only at the first.
 	SlowPeersAtAllLatencies bool
+	// Rows names the rows to run (e.g. "full_prefetch + near cache"); empty
+	// runs every row.
+	Rows []string
 }
 
 // w1Row is one configuration of W1.
@@ -125,6 +129,23 @@ func (w *w1) buildRows(adaptive bool) {
 	}
 }
 
+// keepRows drops every row not named in names (none when names is empty).
+func (w *w1) keepRows(names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	var kept []w1Row
+	for _, name := range names {
+		i := slices.IndexFunc(w.rows, func(r w1Row) bool { return r.Name == name })
+		if i < 0 {
+			return fmt.Errorf("w1: no row %q", name)
+		}
+		kept = append(kept, w.rows[i])
+	}
+	w.rows = kept
+	return nil
+}
+
 // rootsOf returns the root ids of query q of repetition rep: every query of
 // a run walks other trees, every row of a repetition the same ones.
 func (w *w1) rootsOf(rep, q int) []string {
@@ -150,6 +171,9 @@ func runW1(ctx context.Context, e *env, cfg W1Config) ([]w1Latency, error) {
 	defer o.stop()
 	w.origin = o
 	w.buildRows(e.adaptive)
+	if err := w.keepRows(cfg.Rows); err != nil {
+		return nil, err
+	}
 
 	var out []w1Latency
 	for li, ms := range cfg.LatenciesMS {

@@ -201,12 +201,13 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	o.fetch.Metrics = wire.Fetch(m)
 	o.fetch.Speculative = origin.Speculative
 	// The near-cache hub hears of every write-side event and clear through
-	// nf, and, until the scheduler reports its predictions, of every object
-	// fetched from the origin.
+	// nf, and of every origin fetch: it pushes the speculative ones and
+	// expires each fetched id --ttl later.
 	hub, err := near.New(near.Config{MaxAge: o.cache.TTL}, reg)
 	if err != nil {
 		return fmt.Errorf("near config: %w", err)
 	}
+	defer hub.Close()
 	f, err := fetch.New(o.fetch, hub.Fetching(oc), c)
 	if err != nil {
 		return fmt.Errorf("fetch config: %w", err)

@@ -3,8 +3,11 @@ package near
 import (
 	"context"
 
+	"google.golang.org/grpc/metadata"
+
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/origin"
 )
 
 // Fetcher is f with the hub told of every write-side event it applies
@@ -42,13 +45,17 @@ func (f Fetcher) Clear() {
 // prefetch.Expander).
 type Origin interface {
 	BatchGet(ctx context.Context, ids []string) (found []*graph.Object, missing []string, err error)
-	Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error
+	Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error
 }
 
-// Fetching returns o with every object it fetches offered to the hub as a
-// prediction: an object fetched for one request is likely read again, and
-// an expansion is what the prefetcher predicted. It stands in until the
-// scheduler reports its predictions itself.
+// Fetching returns o with the hub told of every fetch from the origin:
+// each fetched id's sidecar copy expires the TTL later, which the hub tells
+// the subscribers holding it; and what a speculative fetch brings (its ctx
+// carries origin.Speculative, as fetch.Config.Speculative marks it) is what
+// the scheduler predicts will be read next, so it is pushed, with reason
+// "prefetch" (a BatchGet) or "expand" (an Expand). A demand fetch is not
+// pushed: the client that asked reads the answer itself, and no one
+// predicted that another client will.
 func (h *Hub) Fetching(o Origin) Origin { return fetching{o, h} }
 
 type fetching struct {
@@ -58,15 +65,27 @@ type fetching struct {
 
 func (f fetching) BatchGet(ctx context.Context, ids []string) ([]*graph.Object, []string, error) {
 	found, missing, err := f.Origin.BatchGet(ctx, ids)
-	if err == nil {
-		f.hub.Predicted(found, "fetch")
+	f.hub.fetched(found)
+	if err == nil && speculative(ctx) {
+		f.hub.Predicted(found, "prefetch")
 	}
 	return found, missing, err
 }
 
-func (f fetching) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
-	return f.Origin.Expand(ctx, roots, b, func(level int, objs []*graph.Object, missing []string) error {
-		f.hub.Predicted(objs, "expand")
+func (f fetching) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
+	spec := speculative(ctx)
+	return f.Origin.Expand(ctx, roots, known, b, func(level int, objs []*graph.Object, missing []string) error {
+		f.hub.fetched(objs)
+		if spec {
+			f.hub.Predicted(objs, "expand")
+		}
 		return fn(level, objs, missing)
 	})
+}
+
+// speculative reports whether ctx's origin calls are marked speculation.
+func speculative(ctx context.Context) bool {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	v := md.Get(origin.SpeculativeKey)
+	return len(v) > 0 && v[0] == "1"
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
+	"github.com/lookahead-dev/lookahead/internal/origin"
 )
 
 type fakeOrigin struct{}
@@ -21,7 +22,7 @@ func (fakeOrigin) BatchGet(_ context.Context, ids []string) ([]*graph.Object, []
 	return []*graph.Object{obj(ids[0], 1)}, ids[1:], nil
 }
 
-func (fakeOrigin) Expand(_ context.Context, roots []string, _ graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+func (fakeOrigin) Expand(_ context.Context, roots []string, _ []*graph.Object, _ graph.Budget, fn func(int, []*graph.Object, []string) error) error {
 	return fn(0, []*graph.Object{obj(roots[0], 1)}, nil)
 }
 
@@ -44,18 +45,28 @@ func TestFetcherTellsTheHubOfEveryChangeAndClear(t *testing.T) {
 	assert.Equal(t, []string{"flush  v0"}, kinds(h.Take(s, 10)), "the clear supersedes the queued invalidation")
 }
 
-func TestFetchingOffersWhatTheOriginSent(t *testing.T) {
+func TestFetchingPushesWhatIsFetchedSpeculatively(t *testing.T) {
 	h := newHub(t, Config{})
 	s := h.Subscribe(1<<20, "")
 	defer h.Unsubscribe(s)
 	o := h.Fetching(fakeOrigin{})
-	found, missing, err := o.BatchGet(context.Background(), []string{"a", "gone"})
+	expand := func(ctx context.Context, root string) {
+		require.NoError(t, o.Expand(ctx, []string{root}, nil, graph.Budget{}, func(int, []*graph.Object, []string) error { return nil }))
+	}
+	demand := context.Background()
+	_, _, err := o.BatchGet(demand, []string{"a"})
+	require.NoError(t, err)
+	expand(demand, "b")
+	assert.Empty(t, h.Take(s, 10), "a demand fetch is read by whoever asked, not pushed")
+
+	spec := origin.Speculative(demand)
+	found, missing, err := o.BatchGet(spec, []string{"c", "gone"})
 	require.NoError(t, err)
 	assert.Len(t, found, 1)
 	assert.Equal(t, []string{"gone"}, missing)
-	require.NoError(t, o.Expand(context.Background(), []string{"b"}, graph.Budget{}, func(int, []*graph.Object, []string) error { return nil }))
+	expand(spec, "d")
 	evs := h.Take(s, 10)
-	assert.Equal(t, []string{"push a v1", "push b v1"}, kinds(evs))
-	assert.Equal(t, "fetch", evs[0].Reason)
+	assert.Equal(t, []string{"push c v1", "push d v1"}, kinds(evs))
+	assert.Equal(t, "prefetch", evs[0].Reason)
 	assert.Equal(t, "expand", evs[1].Reason)
 }

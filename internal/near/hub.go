@@ -31,8 +31,9 @@ type Config struct {
 	Floors int
 	// Heartbeat is the longest a subscriber goes without an event; default 1s.
 	Heartbeat time.Duration
-	// MaxAge is announced to subscribers as how long a near copy may be
-	// kept (the sidecar's TTL); 0 = no limit.
+	// MaxAge is the sidecar's TTL, 0 = none: the TTL after each origin
+	// fetch, the subscribers holding the fetched id are told to drop it,
+	// and subscribers are told to keep no copy longer than it.
 	MaxAge time.Duration
 }
 
@@ -79,10 +80,12 @@ type Hub struct {
 	mu     sync.Mutex // guards everything below and every subscriber's state
 	subs   map[string]*Subscriber
 	floors *floors
+	exp    expiries
+	closed bool
 	next   atomic.Uint64
 }
 
-// New makes a hub, registering its metrics on reg.
+// New makes a hub, registering its metrics on reg. Close must follow.
 func New(cfg Config, reg prometheus.Registerer) (*Hub, error) {
 	cfg.setDefaults()
 	if err := cfg.validate(); err != nil {

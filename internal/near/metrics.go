@@ -15,6 +15,7 @@ type hubMetrics struct {
 	events      *prometheus.CounterVec
 	pushDropped *prometheus.CounterVec
 	disconnects *prometheus.CounterVec
+	expired     *prometheus.CounterVec
 
 	mu    sync.Mutex
 	names map[string]bool
@@ -33,9 +34,12 @@ func newHubMetrics(reg prometheus.Registerer) *hubMetrics {
 		disconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lookahead_near_disconnects_total",
 			Help: "Near-cache subscribers the sidecar disconnected, by client name and reason (behind)."},
 			[]string{"client", "reason"}),
+		expired: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lookahead_near_expired_total",
+			Help: "Invalidations sent to near-cache subscribers because the sidecar's copy of an id they held reached its --ttl."},
+			[]string{"client"}),
 		names: map[string]bool{},
 	}
-	reg.MustRegister(m.subscribers, m.events, m.pushDropped, m.disconnects)
+	reg.MustRegister(m.subscribers, m.events, m.pushDropped, m.disconnects, m.expired)
 	return m
 }
 

@@ -14,6 +14,7 @@ import (
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/near"
+	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
 // subscription is an open Subscribe stream read event by event.
@@ -88,15 +89,17 @@ func TestSubscriberHearsOfWritesToWhatItRead(t *testing.T) {
 	assert.True(t, inv.GetDeleted())
 }
 
-func TestSubscriberIsPushedWhatTheSidecarFetches(t *testing.T) {
-	r := newRig(t, taskTree(t, 1, 2, 2), rigOptions{engine: modeOff})
+func TestSubscriberIsPushedWhatTheSidecarPrefetches(t *testing.T) {
+	r := newRig(t, taskTree(t, 1, 1, 3), rigOptions{engine: prefetch.Config{Mode: prefetch.ModeStatic}, planner: prefetch.Static{Depth: 1}})
 	s := subscribe(t, r, 1<<20)
-	_, err := r.client.Get(context.Background(), &lookaheadv1.GetRequest{Id: "task-0.1"}) // another client's read
+	// Another client's read: what it demanded is its own, what the
+	// scheduler prefetches below it is pushed.
+	_, err := r.client.Get(context.Background(), &lookaheadv1.GetRequest{Id: "task-0"})
 	require.NoError(t, err)
 	push := s.next().GetPush()
 	require.NotNil(t, push)
-	assert.Equal(t, "task-0.1", push.GetObject().GetId())
-	assert.Equal(t, "fetch", push.GetReason())
+	assert.Equal(t, "task-0.1", push.GetObject().GetId(), "the prefetched child, not the demanded root")
+	assert.Contains(t, []string{"prefetch", "expand"}, push.GetReason())
 	// What the subscriber reads itself is not pushed back to it.
 	_, err = r.client.Get(s.ctx(), &lookaheadv1.GetRequest{Id: "task-0.2"})
 	require.NoError(t, err)

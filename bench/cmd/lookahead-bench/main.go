@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 
@@ -28,6 +29,8 @@ func main() {
 	md := flag.String("markdown", "BENCHMARKS.md", "report to write; empty disables")
 	workloads := flag.String("workloads", "", "comma-separated subset of w1,w2,w3,w4,w5,w6; empty runs all")
 	grid := flag.String("w5-grid", "", `W5's static settings searched for the best static row, "DEPTH/MAX_OBJECTS,..." (e.g. 1/100,2/200); empty = the mode's grid`)
+	w1Rows := flag.String("w1-rows", "", `W1's rows to run, comma-separated names as in the report (e.g. "full_prefetch,full_prefetch + near cache"); empty runs all`)
+	w1Lat := flag.String("w1-latencies", "", "W1's one-way latencies in ms, comma-separated (e.g. 1); empty = the mode's")
 	requireRedis := flag.Bool("require-redis", false, "fail when redis-server is not installed instead of skipping the redis rows")
 	version := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
@@ -49,6 +52,15 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	if *w1Rows != "" {
+		cfg.W1.Rows = strings.Split(*w1Rows, ",")
+	}
+	if *w1Lat != "" {
+		if cfg.W1.LatenciesMS, err = parseInts(*w1Lat); err != nil {
+			fmt.Fprintln(os.Stderr, "lookahead-bench: -w1-latencies:", err)
+			os.Exit(2)
+		}
+	}
 	if *workloads != "" {
 		cfg.Workloads = strings.Split(*workloads, ",")
 	}
@@ -58,4 +70,17 @@ func main() {
 		fmt.Fprintln(os.Stderr, "lookahead-bench:", err)
 		os.Exit(1)
 	}
+}
+
+// parseInts parses a comma-separated list of non-negative integers.
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil || n < 0 {
+			return nil, fmt.Errorf("%q: want a non-negative integer", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -169,9 +169,13 @@ class NearCache:
         with self._lock:
             old = self._s.entries.get(id_)
             if version == 0 and not pending:
+                # No version to refuse by: a read in flight may bring the
+                # dropped copy back (an Invalidate, the sidecar's TTL), so
+                # every fill in flight is refused.
                 if old is not None and old.obj is not None:
                     self._remove(id_)
                     self._stats.invalidations += 1
+                self._s.gen += 1
                 return
             if old is not None:
                 if old.obj is not None:
