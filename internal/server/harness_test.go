@@ -59,7 +59,7 @@ func serve(t *testing.T, register func(*grpc.Server), opts ...grpc.ServerOption)
 
 // serveDialer serves register's services on an in-memory listener and
 // returns a function that opens another client connection to them.
-func serveDialer(t *testing.T, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, func(...grpc.DialOption) *grpc.ClientConn) {
+func serveDialer(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, func(...grpc.DialOption) *grpc.ClientConn) {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer(opts...)
