@@ -121,17 +121,19 @@ func (c *Client) checkMissing(ids []string, asked map[string]answer) (missing []
 // root or the ref (through the requested fields) of an object already
 // received or known, and only once; a known object never comes.
 type expandCheck struct {
-	c         *Client
-	fields    map[string]bool   // nil = all
-	reachable map[string]bool   // roots and refs of accepted objects
-	seen      map[string]answer // ids sent, as objects or as missing
+	c      *Client
+	fields map[string]bool // nil = all
+	// ids holds every id that may come, roots and refs of accepted objects,
+	// unanswered until it comes, and then what came; an id it does not
+	// hold may not come.
+	ids map[string]answer
 }
 
 func (c *Client) newExpandCheck(roots []string, known []*graph.Object, b graph.Budget) *expandCheck {
 	n := b.SizeHint(len(roots) + len(known))
-	x := &expandCheck{c: c, reachable: make(map[string]bool, n), seen: make(map[string]answer, n)}
+	x := &expandCheck{c: c, ids: make(map[string]answer, n)}
 	for _, r := range roots {
-		x.reachable[r] = true
+		x.ids[r] = unanswered
 	}
 	if len(b.Fields) > 0 {
 		x.fields = make(map[string]bool, len(b.Fields))
@@ -140,7 +142,7 @@ func (c *Client) newExpandCheck(roots []string, known []*graph.Object, b graph.B
 		}
 	}
 	for _, o := range known {
-		x.seen[o.ID] = gotObject // sent anyway: a duplicate
+		x.ids[o.ID] = gotObject // sent anyway: a duplicate
 		x.follow(o)
 	}
 	return x
@@ -150,7 +152,9 @@ func (c *Client) newExpandCheck(roots []string, known []*graph.Object, b graph.B
 func (x *expandCheck) follow(o *graph.Object) {
 	for _, r := range o.Refs {
 		if x.fields == nil || x.fields[r.Field] {
-			x.reachable[r.ID] = true
+			if _, ok := x.ids[r.ID]; !ok {
+				x.ids[r.ID] = unanswered
+			}
 		}
 	}
 }
@@ -161,18 +165,19 @@ func (x *expandCheck) next(m *expandReply) (objs []*graph.Object, missing []stri
 	c := x.c
 	objs = m.objs[:0]
 	for _, o := range m.objs {
+		a, ok := x.ids[o.ID]
 		switch {
 		case graph.ValidateID(o.ID) != nil:
 			c.malformed(metrics.MalformedInvalidID)
 			continue
-		case x.seen[o.ID] != unanswered:
-			c.malformed(metrics.MalformedDuplicate)
-			continue
-		case !x.reachable[o.ID]:
+		case !ok:
 			c.malformed(metrics.MalformedUnrequested)
 			continue
+		case a != unanswered:
+			c.malformed(metrics.MalformedDuplicate)
+			continue
 		}
-		x.seen[o.ID] = gotObject
+		x.ids[o.ID] = gotObject
 		if err := c.checkObject(o); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrMalformedReply, err)
 		}
@@ -181,15 +186,15 @@ func (x *expandCheck) next(m *expandReply) (objs []*graph.Object, missing []stri
 	}
 	missing = m.missing[:0]
 	for _, id := range m.missing {
-		switch {
-		case !x.reachable[id]:
+		switch a, ok := x.ids[id]; {
+		case !ok:
 			c.malformed(metrics.MalformedUnrequested)
-		case x.seen[id] == gotMissing:
+		case a == gotMissing:
 			c.malformed(metrics.MalformedDuplicate)
-		case x.seen[id] == gotObject:
+		case a == gotObject:
 			c.malformed(metrics.MalformedConflict)
 		default:
-			x.seen[id] = gotMissing
+			x.ids[id] = gotMissing
 			missing = append(missing, id)
 		}
 	}
