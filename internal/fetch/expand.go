@@ -9,6 +9,9 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
+// absent stands in Expansion.got for an id the origin said does not exist.
+var absent = &graph.Object{}
+
 // ErrMalformedExpand is an Expand stream that broke the traversal's rules:
 // a level out of order, beyond the requested depth, or objects nobody asked
 // for. The stream is cut at once.
@@ -24,10 +27,15 @@ var ErrMalformedExpand = errors.New("fetch: malformed expand stream")
 //     round trip instead of starting another (Knafla: a demand read waits
 //     for the prefetch in flight);
 //   - lets its owner wait for a level, so that GetGraph streams each level
-//     while the origin is still sending the next.
+//     while the origin is still sending the next;
+//   - tells the origin which objects of the subgraph the cache holds
+//     (known_ids): the origin walks through them without sending them, and
+//     the expansion follows their refs itself, at the place in the walk the
+//     origin does, so both admit the same ids (see expand_known.go).
 //
-// A level is complete when a message of a deeper level arrives or the stream
-// ends; its claims are released then. Ids claimed but not delivered (the
+// A level is complete when all its ids have arrived (or were known), when a
+// message of a deeper level arrives, or when the stream ends; its claims are
+// released then. Ids claimed but not delivered (the
 // origin's budget ran out first) are released as not delivered, and whoever
 // waited for them fetches them itself.
 //
@@ -45,18 +53,22 @@ type Expansion struct {
 	joins       map[*call][]string
 
 	mu sync.Mutex
-	// got holds every object received; a speculative expansion keeps only
-	// ids and refs, all its plan needs, so that its memory does not grow with
-	// the prefetch budget (Oracle's caveat): payloads live in the cache.
+	// got holds every object received, and absent for each id the origin
+	// said does not exist; a speculative expansion keeps only ids and refs,
+	// all its plan needs, so that its memory does not grow with the prefetch
+	// budget (Oracle's caveat): payloads live in the cache.
 	got map[string]*graph.Object
-	// held are the whole objects received for ids this expansion claimed,
-	// kept until their level is released to whoever waits for them.
-	held     map[string]*graph.Object
-	owned    map[string]bool  // ids claimed and not yet released
-	missing  map[string]bool  // ids the origin said do not exist
-	reach    *graph.Reach     // ids scheduled: roots and followed refs, by the traversal's rules
-	claims   map[int][]*batch // level → in-flight claims not yet released
-	level    int              // the level being received; lower ones are complete
+	// owned are the ids this expansion claimed and has not released yet,
+	// each with its whole object once received, kept until its level is
+	// released to whoever waits for it.
+	owned    map[string]*graph.Object
+	reach    *graph.Reach             // ids scheduled: roots and followed refs, by the traversal's rules
+	claims   map[int][]*batch         // level → in-flight claims not yet released
+	known    map[string]*graph.Object // held objects sent as known_ids: the origin walks through them, never sends them
+	order    [][]string               // per level, the ids admitted, in the origin's order
+	left     []int                    // per level, admitted ids neither known, received nor missing
+	next     int                      // position in order[level] up to which refs were followed
+	level    int                      // the level being received; lower ones are complete
 	finished bool
 	err      error
 	changed  chan struct{} // closed and replaced whenever a level completes
@@ -66,28 +78,38 @@ type Expansion struct {
 
 // NewExpansion claims roots for an Expand with budget b. Roots already in
 // flight are not expanded again: the caller waits for them with JoinedRoots,
-// and the Expand (Run) asks for the others only. A speculative expansion
-// fills the prefetch tier, a demanded one the main tier.
+// and the Expand (Run) asks for the others only. Roots the cache holds are
+// walked through, not fetched: a caller passes a whole level, held objects
+// included, so that one Expand covers all that lies below it. A speculative
+// expansion fills the prefetch tier, a demanded one the main tier.
 func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool) *Expansion {
+	n := b.SizeHint(len(roots))
 	x := &Expansion{
 		f: f, speculative: speculative, budget: b, since: f.cache.Changes(),
-		got:     make(map[string]*graph.Object, len(roots)),
-		held:    make(map[string]*graph.Object, len(roots)),
-		owned:   make(map[string]bool, len(roots)),
-		missing: make(map[string]bool),
-		reach:   graph.NewReach(b, len(roots)),
+		got:     make(map[string]*graph.Object, n),
+		owned:   make(map[string]*graph.Object, len(roots)),
+		reach:   graph.NewReach(b, n),
 		claims:  make(map[int][]*batch),
 		changed: make(chan struct{}),
 	}
+	x.known = f.heldBelow(roots, b)
 	x.mu.Lock()
+	defer x.mu.Unlock()
 	x.joins = x.claim(0, roots)
+	joined := make(map[string]bool)
 	for _, ids := range x.joins {
 		x.pending -= len(ids) // another fetch brings them: the origin will not
+		x.left[0] -= len(ids)
+		for _, id := range ids {
+			joined[id] = true
+		}
 	}
-	x.mu.Unlock()
-	for _, b := range x.claims[0] {
-		x.roots = append(x.roots, b.ids...)
+	for _, id := range x.order[0] {
+		if !joined[id] {
+			x.roots = append(x.roots, id)
+		}
 	}
+	x.settle()
 	return x
 }
 
@@ -108,7 +130,7 @@ func (x *Expansion) Run(ctx context.Context) error {
 	if x.speculative {
 		ctx = x.f.cfg.Speculative(ctx)
 	}
-	err := x.f.expander.Expand(ctx, x.roots, x.budget, x.receive)
+	err := x.f.expander.Expand(ctx, x.roots, x.knownList(), x.budget, x.receive)
 	if errors.Is(err, graph.ErrStop) {
 		err = nil
 	}
@@ -125,11 +147,19 @@ func (x *Expansion) Run(ctx context.Context) error {
 // too. Called with x.mu held.
 func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	var fresh []string
+	for len(x.order) <= level {
+		x.order, x.left = append(x.order, nil), append(x.left, 0)
+	}
 	for _, id := range ids {
 		if !x.reach.Admit(id) {
 			continue
 		}
+		x.order[level] = append(x.order[level], id)
+		if x.known[id] != nil {
+			continue // held: the origin walks through it, and so does settle
+		}
 		x.pending++
+		x.left[level]++
 		fresh = append(fresh, id)
 	}
 	if len(fresh) == 0 {
@@ -139,7 +169,7 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	for _, b := range own {
 		b.call.partial = true
 		for _, id := range b.ids {
-			x.owned[id] = true
+			x.owned[id] = nil // claimed, not received yet
 		}
 	}
 	x.claims[level] = append(x.claims[level], own...)
@@ -153,42 +183,39 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
+	if level < x.level && len(objs) == 0 && len(missing) == 0 {
+		return nil // an empty message for a level already complete
+	}
 	if level < x.level || level > x.level+1 || level > x.budget.Depth {
 		return fmt.Errorf("%w: level %d after level %d, depth %d", ErrMalformedExpand, level, x.level, x.budget.Depth)
 	}
 	for x.level < level {
-		x.complete(x.level, nil)
-		x.level++
+		x.advance()
 	}
-	objs = x.expected(objs)
+	objs = x.expected(level, objs)
 	var next []string
 	for _, o := range objs {
 		x.got[o.ID] = o
 		if x.speculative {
 			x.got[o.ID] = &graph.Object{ID: o.ID, Version: o.Version, Refs: o.Refs}
 		}
-		if x.owned[o.ID] {
-			x.held[o.ID] = o
+		if _, claimed := x.owned[o.ID]; claimed {
+			x.owned[o.ID] = o
 		}
-		if !x.reach.Expands(level) {
-			continue
-		}
-		for _, r := range o.Refs {
-			if x.reach.Follows(r.Field) {
-				next = append(next, r.ID)
-			}
-		}
+		next = x.follow(level, o, next)
 	}
 	kept := missing[:0:0]
 	for _, id := range missing {
-		if x.reach.Has(id) && !x.missing[id] && x.got[id] == nil {
-			x.missing[id] = true
+		if _, seen := x.got[id]; !seen && x.reach.Has(id) && x.known[id] == nil {
+			x.got[id] = absent
 			x.pending--
+			x.left[level]--
 			kept = append(kept, id)
 		}
 	}
 	x.claim(level+1, next)
 	x.f.fill(objs, kept, x.speculative, x.since)
+	x.settle()
 	if x.pending == 0 {
 		return graph.ErrStop // everything expected has arrived: stop reading
 	}
@@ -198,20 +225,31 @@ func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) e
 // expected keeps the objects of objs that the walk scheduled and has not
 // received yet; the rest (unrequested, duplicates, beyond the budget) are
 // dropped and counted, never cached. Called with x.mu held.
-func (x *Expansion) expected(objs []*graph.Object) []*graph.Object {
+func (x *Expansion) expected(level int, objs []*graph.Object) []*graph.Object {
 	kept := objs[:0:0]
 	for _, o := range objs {
-		if o == nil || !x.reach.Has(o.ID) || x.got[o.ID] != nil || x.missing[o.ID] {
+		if !x.expects(o) {
 			x.dropped++
 			continue
 		}
 		x.pending--
+		x.left[level]--
 		kept = append(kept, o)
 	}
 	if len(kept) < len(objs) {
 		x.f.cfg.Metrics.Dropped(len(objs) - len(kept))
 	}
 	return kept
+}
+
+// expects reports whether o was scheduled, neither held (known) nor
+// received yet. Called with x.mu held.
+func (x *Expansion) expects(o *graph.Object) bool {
+	if o == nil || !x.reach.Has(o.ID) || x.known[o.ID] != nil {
+		return false
+	}
+	_, seen := x.got[o.ID]
+	return !seen
 }
 
 // complete releases level's claims with what was delivered (or err) and
@@ -223,13 +261,12 @@ func (x *Expansion) complete(level int, err error) {
 		} else {
 			b.call.objs = make(map[string]*graph.Object, len(b.ids))
 			for _, id := range b.ids {
-				if o, ok := x.held[id]; ok {
+				if o := x.owned[id]; o != nil {
 					b.call.objs[id] = o
 				}
 			}
 		}
 		for _, id := range b.ids {
-			delete(x.held, id)
 			delete(x.owned, id)
 		}
 		x.f.flights.release(b)
@@ -279,10 +316,11 @@ func (x *Expansion) Await(ctx context.Context, level int) error {
 func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if o, ok := x.got[id]; ok {
-		return o, true
+	o, ok := x.got[id]
+	if o == absent {
+		return nil, true
 	}
-	return nil, x.missing[id]
+	return o, ok
 }
 
 // Delivered returns the objects of ids the expansion has received, with the
@@ -292,10 +330,11 @@ func (x *Expansion) Delivered(ids []string) (objs []*graph.Object, rest []string
 	defer x.mu.Unlock()
 	objs = make([]*graph.Object, 0, len(ids))
 	for _, id := range ids {
-		if o, ok := x.got[id]; ok {
-			objs = append(objs, o)
-		} else if !x.missing[id] {
+		switch o, ok := x.got[id]; {
+		case !ok:
 			rest = append(rest, id)
+		case o != absent:
+			objs = append(objs, o)
 		}
 	}
 	return objs, rest

@@ -22,7 +22,7 @@ type floodExpander struct {
 	sent     int // flood messages sent
 }
 
-func (f *floodExpander) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+func (f *floodExpander) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
 	t := graph.NewTraversal(roots, b)
 	last := 0
 	for !t.Done() {
@@ -101,7 +101,7 @@ func TestExpandDropsUnrequested(t *testing.T) {
 // extraExpander sends one object nobody asked for with the roots.
 type extraExpander struct{ *fetchtest.Origin }
 
-func (x *extraExpander) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+func (x *extraExpander) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
 	found, _, _ := x.BatchGet(ctx, roots)
 	if err := fn(0, append(found, &graph.Object{ID: "stranger"}), nil); err != nil {
 		return err

@@ -22,7 +22,7 @@ type Origin interface {
 // trip. Expand returns an error matching errors.ErrUnsupported when the origin
 // does not implement it; the fetcher then stops asking.
 type Expander interface {
-	Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error
+	Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error
 }
 
 // Metrics receives the fetcher's counts; metrics.Set's FetchMetrics

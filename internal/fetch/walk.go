@@ -69,8 +69,9 @@ func (w *walk) fetch(ctx, xctx context.Context, st graph.Step) ([]*graph.Object,
 		return nil, nil
 	}
 	if w.x == nil && w.budget.Depth-st.Level > 0 && w.f.CanExpand() {
-		// Roots another fetch is bringing are left to demand below.
-		x := w.f.NewExpansion(rest, w.plan.Rest(st, w.budget), false)
+		// Roots another fetch is bringing are left to demand below; held
+		// ones are walked through.
+		x := w.f.NewExpansion(st.IDs, w.plan.Rest(st, w.budget), false)
 		w.x, w.xLevel = x, st.Level
 		w.xdone.Add(1)
 		go func() {

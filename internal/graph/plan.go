@@ -10,6 +10,7 @@ type Step struct {
 	Level int
 	Held  []*Object
 	Fetch []string
+	IDs   []string // Held's and Fetch's ids together, in breadth-first order
 }
 
 // Plan walks a graph breadth-first through what is held and yields, level by
@@ -56,8 +57,10 @@ func (p *Plan) Step(have Lookup) (s Step, ok bool) {
 		switch {
 		case known && o != nil:
 			s.Held = append(s.Held, o)
+			s.IDs = append(s.IDs, id)
 		case !known:
 			s.Fetch = append(s.Fetch, id)
+			s.IDs = append(s.IDs, id)
 		}
 	}
 	p.held = s.Held
@@ -80,11 +83,11 @@ func (p *Plan) Missing() []string { return p.t.Missing() }
 
 // Rest is the budget of an Expand call that continues the plan from the
 // level st with b's rules: the remaining depth and objects, the same fields.
-// Its roots are st.Fetch.
+// Its roots are st.IDs, the held ones walked through (known ids).
 func (p *Plan) Rest(st Step, b Budget) Budget {
 	sub := Budget{Depth: b.Depth - st.Level, Fields: b.Fields}
 	if r := p.Remaining(); r >= 0 {
-		sub.MaxObjects = r + len(st.Fetch)
+		sub.MaxObjects = r + len(st.IDs)
 	}
 	return sub
 }

@@ -45,7 +45,7 @@ func (f Fetcher) Clear() {
 // prefetch.Expander).
 type Origin interface {
 	BatchGet(ctx context.Context, ids []string) (found []*graph.Object, missing []string, err error)
-	Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error
+	Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error
 }
 
 // Fetching returns o with the hub told of every fetch from the origin:
@@ -72,9 +72,9 @@ func (f fetching) BatchGet(ctx context.Context, ids []string) ([]*graph.Object, 
 	return found, missing, err
 }
 
-func (f fetching) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
+func (f fetching) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
 	spec := speculative(ctx)
-	return f.Origin.Expand(ctx, roots, b, func(level int, objs []*graph.Object, missing []string) error {
+	return f.Origin.Expand(ctx, roots, known, b, func(level int, objs []*graph.Object, missing []string) error {
 		f.hub.fetched(objs)
 		if spec {
 			f.hub.Predicted(objs, "expand")

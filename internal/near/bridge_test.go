@@ -22,7 +22,7 @@ func (fakeOrigin) BatchGet(_ context.Context, ids []string) ([]*graph.Object, []
 	return []*graph.Object{obj(ids[0], 1)}, ids[1:], nil
 }
 
-func (fakeOrigin) Expand(_ context.Context, roots []string, _ graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+func (fakeOrigin) Expand(_ context.Context, roots []string, _ []*graph.Object, _ graph.Budget, fn func(int, []*graph.Object, []string) error) error {
 	return fn(0, []*graph.Object{obj(roots[0], 1)}, nil)
 }
 
@@ -51,7 +51,7 @@ func TestFetchingPushesWhatIsFetchedSpeculatively(t *testing.T) {
 	defer h.Unsubscribe(s)
 	o := h.Fetching(fakeOrigin{})
 	expand := func(ctx context.Context, root string) {
-		require.NoError(t, o.Expand(ctx, []string{root}, graph.Budget{}, func(int, []*graph.Object, []string) error { return nil }))
+		require.NoError(t, o.Expand(ctx, []string{root}, nil, graph.Budget{}, func(int, []*graph.Object, []string) error { return nil }))
 	}
 	demand := context.Background()
 	_, _, err := o.BatchGet(demand, []string{"a"})

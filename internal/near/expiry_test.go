@@ -56,7 +56,7 @@ func TestExpiryFollowsTheClock(t *testing.T) {
 	_, _, err := o.BatchGet(context.Background(), []string{"a"})
 	require.NoError(t, err)
 	time.Sleep(5 * time.Millisecond) // b is due after a: the timer must be armed again for it
-	require.NoError(t, o.Expand(context.Background(), []string{"b"}, graph.Budget{}, func(int, []*graph.Object, []string) error { return nil }))
+	require.NoError(t, o.Expand(context.Background(), []string{"b"}, nil, graph.Budget{}, func(int, []*graph.Object, []string) error { return nil }))
 	var got []string
 	require.Eventually(t, func() bool {
 		got = append(got, kinds(h.Take(s, 10))...)

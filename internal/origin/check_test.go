@@ -42,14 +42,6 @@ func malformed(m *metrics.Set) map[string]float64 {
 	return out
 }
 
-func ids(objs []*graph.Object) []string {
-	out := make([]string, len(objs))
-	for i, o := range objs {
-		out[i] = o.ID
-	}
-	return out
-}
-
 // TestBatchGetMalformedReplies feeds the client each malformed BatchGet
 // reply for the ids a and b.
 func TestBatchGetMalformedReplies(t *testing.T) {
@@ -131,7 +123,7 @@ func TestBatchGetMalformedReplies(t *testing.T) {
 				return
 			}
 			require.NoError(t, err)
-			assert.Equal(t, tt.wantFound, ids(found))
+			assert.Equal(t, tt.wantFound, graph.IDs(found))
 			assert.Equal(t, tt.wantMissing, missing)
 			for _, o := range found {
 				if p, ok := tt.wantPayload[o.ID]; ok {
@@ -156,6 +148,7 @@ func TestExpandMalformedReplies(t *testing.T) {
 	tests := []struct {
 		name       string
 		fields     []string
+		known      []*graph.Object // held by the caller: never sent, their refs expected
 		stream     []level
 		want       [][]string // ids handed to fn, per message
 		wantErr    string
@@ -182,6 +175,12 @@ func TestExpandMalformedReplies(t *testing.T) {
 			stream:     []level{{0, []*lookaheadv1.Object{root}, nil}, {1, []*lookaheadv1.Object{obj("c1", "1")}, []string{"c2", "c2", "x", "c1"}}},
 			want:       [][]string{{"r"}, {"c1"}},
 			wantCounts: map[string]float64{metrics.MalformedDuplicate: 1, metrics.MalformedUnrequested: 1, metrics.MalformedConflict: 1}},
+		{name: "objects below a known object are expected", known: []*graph.Object{{ID: "k", Refs: []graph.Ref{{Field: "next", ID: "k1"}}}},
+			stream: []level{{0, []*lookaheadv1.Object{obj("r", "R", "k")}, nil}, {2, []*lookaheadv1.Object{obj("k1", "1")}, nil}},
+			want:   [][]string{{"r"}, {"k1"}}, wantCounts: map[string]float64{}},
+		{name: "a known object sent anyway is a duplicate", known: []*graph.Object{{ID: "k"}},
+			stream: []level{{0, []*lookaheadv1.Object{obj("r", "R", "k")}, nil}, {1, []*lookaheadv1.Object{obj("k", "K")}, nil}},
+			want:   [][]string{{"r"}, {}}, wantCounts: map[string]float64{metrics.MalformedDuplicate: 1}},
 		{name: "an oversized object ends the stream; earlier levels stand",
 			stream: []level{{0, []*lookaheadv1.Object{root}, nil}, {1, []*lookaheadv1.Object{obj("c1", "1"), obj("c2", huge)}, nil}},
 			want:   [][]string{{"r"}}, wantErr: `origin reply malformed: object "c2": 2099 bytes exceed the limit of 2000 (refused before decoding)`,
@@ -193,7 +192,10 @@ func TestExpandMalformedReplies(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			r := newRig(t, &fakeOrigin{expand: func(_ int, _ *lookaheadv1.ExpandRequest, send func(*lookaheadv1.ExpandResponse) error) error {
+			r := newRig(t, &fakeOrigin{expand: func(_ int, req *lookaheadv1.ExpandRequest, send func(*lookaheadv1.ExpandResponse) error) error {
+				if !assert.ElementsMatch(t, graph.IDs(tt.known), req.GetKnownIds()) {
+					return nil
+				}
 				for _, l := range tt.stream {
 					if err := send(&lookaheadv1.ExpandResponse{Level: l.n, Objects: l.objects, MissingIds: l.missing}); err != nil {
 						return err
@@ -202,9 +204,9 @@ func TestExpandMalformedReplies(t *testing.T) {
 				return nil
 			}}, origin.Config{MaxObjectBytes: maxObject})
 			var got [][]string
-			err := r.client.Expand(context.Background(), []string{"r"}, graph.Budget{Depth: 2, Fields: tt.fields},
+			err := r.client.Expand(context.Background(), []string{"r"}, tt.known, graph.Budget{Depth: 2, Fields: tt.fields},
 				func(_ int, objs []*graph.Object, _ []string) error {
-					got = append(got, ids(objs))
+					got = append(got, graph.IDs(objs))
 					return nil
 				})
 			assert.Equal(t, tt.wantCounts, malformed(r.m))

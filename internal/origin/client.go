@@ -229,15 +229,17 @@ func (c *Client) BatchGet(ctx context.Context, ids []string) (found []*graph.Obj
 
 // Expand asks the origin to walk the graph below roots server-side and hands
 // each level to fn as it streams in: the whole subgraph in one round trip.
+// known are objects the caller holds: the origin walks through them but
+// does not send them, so what it sends below them is expected too.
 // An origin that does not implement Expand yields an error matching
 // errors.ErrUnsupported. Objects are never handed over twice, and only
 // objects reachable from roots (through b.Fields) are handed over; objects
 // that cannot be cached end the call with ErrMalformedReply. A stream that
 // fails UNAVAILABLE before its first message is retried; once fn has seen a
 // level it is not.
-func (c *Client) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
+func (c *Client) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
 	err := c.retrying(ctx, "Expand", func(ctx context.Context) error {
-		return c.roundTrip(ctx, "Expand", len(roots), func(ctx context.Context) error { return c.expand(ctx, roots, b, fn) })
+		return c.roundTrip(ctx, "Expand", len(roots), func(ctx context.Context) error { return c.expand(ctx, roots, known, b, fn) })
 	})
 	if status.Code(err) == codes.Unimplemented && !errors.Is(err, ErrCircuitOpen) {
 		return fmt.Errorf("origin expand: %w: %w", errors.ErrUnsupported, err)
@@ -252,20 +254,21 @@ func (c *Client) Expand(ctx context.Context, roots []string, b graph.Budget, fn 
 // retryable, since the caller has already acted on part of the answer.
 var errStreamStarted = errors.New("after the stream began")
 
-func (c *Client) expand(ctx context.Context, roots []string, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+func (c *Client) expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the stream if fn stops early
 	codec := c.newReplyCodec(2)
 	stream, err := c.rpc.Expand(ctx, &lookaheadv1.ExpandRequest{
-		Roots: roots, Depth: uint32(b.Depth), MaxObjects: uint32(b.MaxObjects), Fields: b.Fields,
+		Roots: roots, KnownIds: graph.IDs(known), Depth: uint32(b.Depth), MaxObjects: uint32(b.MaxObjects), Fields: b.Fields,
 	}, codec.callOptions(0)...)
 	if err != nil {
 		return err
 	}
-	chk := c.newExpandCheck(roots, b.Fields)
+	chk := c.newExpandCheck(roots, known, b)
 	started := false
 	for {
-		resp, err := stream.Recv()
+		var resp expandReply
+		err := stream.RecvMsg(&resp)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -278,12 +281,12 @@ func (c *Client) expand(ctx context.Context, roots []string, b graph.Budget, fn 
 			}
 			return err
 		}
-		objs, missing, err := chk.next(resp)
+		objs, missing, err := chk.next(&resp)
 		if err != nil {
 			return err
 		}
 		started = true
-		if err := fn(int(resp.GetLevel()), objs, missing); err != nil {
+		if err := fn(int(resp.level), objs, missing); err != nil {
 			if errors.Is(err, graph.ErrStop) {
 				return nil // the caller has all it asked for: a success
 			}

@@ -265,7 +265,7 @@ func TestExpandRetriesOnlyBeforeTheFirstMessage(t *testing.T) {
 		return errDown
 	}}, origin.Config{Clock: autoClock(), BreakerFailures: -1})
 	levels := 0
-	err := r.client.Expand(context.Background(), []string{"r"}, graph.Budget{Depth: 1}, func(int, []*graph.Object, []string) error {
+	err := r.client.Expand(context.Background(), []string{"r"}, nil, graph.Budget{Depth: 1}, func(int, []*graph.Object, []string) error {
 		levels++
 		return nil
 	})
@@ -276,7 +276,7 @@ func TestExpandRetriesOnlyBeforeTheFirstMessage(t *testing.T) {
 
 func TestExpandUnimplemented(t *testing.T) {
 	r := newRig(t, &fakeOrigin{}, origin.Config{Clock: autoClock()})
-	err := r.client.Expand(context.Background(), []string{"r"}, graph.Budget{Depth: 1}, func(int, []*graph.Object, []string) error { return nil })
+	err := r.client.Expand(context.Background(), []string{"r"}, nil, graph.Budget{Depth: 1}, func(int, []*graph.Object, []string) error { return nil })
 	assert.ErrorIs(t, err, errors.ErrUnsupported)
 	assert.Equal(t, 1, r.fake.Calls("Expand"))
 	assert.Equal(t, resilience.StateClosed, r.client.BreakerState(), "UNIMPLEMENTED proves the origin up")

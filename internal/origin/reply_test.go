@@ -43,7 +43,7 @@ func TestLargeRepliesRefusedBeforeDecoding(t *testing.T) {
 			return err
 		}, wantErr: refused},
 		{name: "Expand", call: func(c *origin.Client) error {
-			return c.Expand(context.Background(), []string{"wide"}, graph.Budget{Depth: 1}, func(int, []*graph.Object, []string) error {
+			return c.Expand(context.Background(), []string{"wide"}, nil, graph.Budget{Depth: 1}, func(int, []*graph.Object, []string) error {
 				t.Error("nothing of a refused reply is handed over")
 				return nil
 			})
@@ -80,7 +80,7 @@ func TestObjectsWithinTheLimitStillArrive(t *testing.T) {
 	require.Len(t, found, 1)
 	assert.Len(t, found[0].Refs, 1000)
 	n := 0
-	require.NoError(t, c.Expand(context.Background(), []string{"fits"}, graph.Budget{}, func(_ int, objs []*graph.Object, _ []string) error {
+	require.NoError(t, c.Expand(context.Background(), []string{"fits"}, nil, graph.Budget{}, func(_ int, objs []*graph.Object, _ []string) error {
 		n += len(objs)
 		return nil
 	}))

@@ -20,7 +20,7 @@ var ErrNoRoute = errors.New("no origin route owns the id")
 // Client the sidecar's engine and server use.
 type Origin interface {
 	BatchGet(ctx context.Context, ids []string) (found []*graph.Object, missing []string, err error)
-	Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error
+	Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error
 	Put(ctx context.Context, o *graph.Object, expected *uint64) (uint64, error)
 	Delete(ctx context.Context, id string, expected *uint64) error
 }
@@ -131,12 +131,13 @@ func (r *Router) BatchGet(ctx context.Context, ids []string) (found []*graph.Obj
 	return found, append(missing, unowned...), nil
 }
 
-// Expand runs the walk on the origin that owns the roots. Roots owned by
+// Expand runs the walk on the origin that owns the roots, telling each
+// route the known ids it owns. Roots owned by
 // several routes are walked on each, concurrently, with the budget shared
 // by their number of roots, and handed over level by level once all have
 // ended. Either way, missing ids that the answering route does not own are
 // dropped (see Router); unowned roots are missing.
-func (r *Router) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
+func (r *Router) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
 	groups, unowned := r.split(roots)
 	for i := range groups {
 		if r.noExpand[i].Load() {
@@ -151,7 +152,7 @@ func (r *Router) Expand(ctx context.Context, roots []string, b graph.Budget, fn 
 	}
 	if len(groups) == 1 {
 		for i, g := range groups {
-			err := r.expand(ctx, i, g, b, func(level int, objs []*graph.Object, missing []string) error {
+			err := r.expand(ctx, i, g, r.ownedObjects(i, known), b, func(level int, objs []*graph.Object, missing []string) error {
 				if level == 0 {
 					missing = append(missing, unowned...)
 					unowned = nil
@@ -164,14 +165,14 @@ func (r *Router) Expand(ctx context.Context, roots []string, b graph.Budget, fn 
 			return err
 		}
 	}
-	return r.expandMany(ctx, groups, unowned, len(roots), b, fn)
+	return r.expandMany(ctx, groups, unowned, known, len(roots), b, fn)
 }
 
 // expand runs route i's Expand. An origin without one is remembered and
 // answers nothing, not an error: the engine then fetches what it asked for
 // by BatchGet, and the other origins keep their Expand.
-func (r *Router) expand(ctx context.Context, i int, roots []string, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
-	err := r.routes[i].Origin.Expand(ctx, roots, b, fn)
+func (r *Router) expand(ctx context.Context, i int, roots []string, known []*graph.Object, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+	err := r.routes[i].Origin.Expand(ctx, roots, known, b, fn)
 	if errors.Is(err, errors.ErrUnsupported) {
 		r.noExpand[i].Store(true)
 		return nil
@@ -190,13 +191,24 @@ func (r *Router) owned(i int, ids []string) []string {
 	return out
 }
 
+// ownedObjects keeps the objects whose ids route i owns.
+func (r *Router) ownedObjects(i int, objs []*graph.Object) []*graph.Object {
+	var out []*graph.Object
+	for _, o := range objs {
+		if r.owner(o.ID) == i {
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
 // level is what several routes' Expands sent for one level.
 type level struct {
 	objs    []*graph.Object
 	missing []string
 }
 
-func (r *Router) expandMany(ctx context.Context, groups map[int][]string, unowned []string, nroots int, b graph.Budget,
+func (r *Router) expandMany(ctx context.Context, groups map[int][]string, unowned []string, known []*graph.Object, nroots int, b graph.Budget,
 	fn func(level int, objs []*graph.Object, missing []string) error) error {
 	var mu sync.Mutex
 	levels := map[int]*level{0: {missing: unowned}}
@@ -208,7 +220,7 @@ func (r *Router) expandMany(ctx context.Context, groups map[int][]string, unowne
 			sub.MaxObjects = max(b.MaxObjects*len(g)/nroots, len(g))
 		}
 		wg.Go(func() {
-			errs[i] = r.expand(ctx, i, g, sub, func(n int, objs []*graph.Object, missing []string) error {
+			errs[i] = r.expand(ctx, i, g, r.ownedObjects(i, known), sub, func(n int, objs []*graph.Object, missing []string) error {
 				mu.Lock()
 				defer mu.Unlock()
 				l := levels[n]

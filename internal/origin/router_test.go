@@ -50,7 +50,7 @@ func (m *mapOrigin) BatchGet(_ context.Context, ids []string) (found []*graph.Ob
 	return found, missing, nil
 }
 
-func (m *mapOrigin) Expand(_ context.Context, roots []string, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+func (m *mapOrigin) Expand(_ context.Context, roots []string, _ []*graph.Object, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
 	m.mu.Lock()
 	m.asked = append(m.asked, roots)
 	m.mu.Unlock()
@@ -120,7 +120,7 @@ func TestRouterBatchGetSplitsAndMerges(t *testing.T) {
 	r, users, orders, rest := shop(t)
 	found, missing, err := r.BatchGet(context.Background(), []string{"orders/1", "users/1", "sku/1", "users/9", "sku/9"})
 	require.NoError(t, err)
-	assert.ElementsMatch(t, []string{"orders/1", "users/1", "sku/1"}, ids(found))
+	assert.ElementsMatch(t, []string{"orders/1", "users/1", "sku/1"}, graph.IDs(found))
 	assert.ElementsMatch(t, []string{"users/9", "sku/9"}, missing)
 	assert.Equal(t, [][]string{{"users/1", "users/9"}}, users.asked)
 	assert.Equal(t, [][]string{{"orders/1"}}, orders.asked)
@@ -131,7 +131,7 @@ func TestRouterBatchGetSplitsAndMerges(t *testing.T) {
 	require.ErrorContains(t, err, "orders down")
 	found, _, err = r.BatchGet(context.Background(), []string{"users/1"})
 	require.NoError(t, err, "a route's failure stays its own")
-	assert.Equal(t, []string{"users/1"}, ids(found))
+	assert.Equal(t, []string{"users/1"}, graph.IDs(found))
 }
 
 func TestRouterWithoutDefault(t *testing.T) {
@@ -140,7 +140,7 @@ func TestRouterWithoutDefault(t *testing.T) {
 	require.NoError(t, err)
 	found, missing, err := r.BatchGet(context.Background(), []string{"users/1", "other"})
 	require.NoError(t, err)
-	assert.Equal(t, []string{"users/1"}, ids(found))
+	assert.Equal(t, []string{"users/1"}, graph.IDs(found))
 	assert.Equal(t, []string{"other"}, missing, "an id no origin owns does not exist")
 	_, err = r.Put(context.Background(), node("other"), nil)
 	require.ErrorIs(t, err, origin.ErrNoRoute)
@@ -174,9 +174,9 @@ type levels struct {
 func collect(t *testing.T, r *origin.Router, roots []string, depth int) levels {
 	t.Helper()
 	l := levels{objs: map[int][]string{}, missing: map[int][]string{}}
-	err := r.Expand(context.Background(), roots, graph.Budget{Depth: depth}, func(n int, objs []*graph.Object, missing []string) error {
+	err := r.Expand(context.Background(), roots, nil, graph.Budget{Depth: depth}, func(n int, objs []*graph.Object, missing []string) error {
 		l.order = append(l.order, n)
-		l.objs[n] = append(l.objs[n], ids(objs)...)
+		l.objs[n] = append(l.objs[n], graph.IDs(objs)...)
 		l.missing[n] = append(l.missing[n], missing...)
 		return nil
 	})
@@ -211,7 +211,7 @@ func TestRouterExpandOverSeveralRoutes(t *testing.T) {
 // noExpand is an origin without Expand.
 type noExpand struct{ *mapOrigin }
 
-func (n noExpand) Expand(context.Context, []string, graph.Budget, func(int, []*graph.Object, []string) error) error {
+func (n noExpand) Expand(context.Context, []string, []*graph.Object, graph.Budget, func(int, []*graph.Object, []string) error) error {
 	n.mu.Lock()
 	n.asked = append(n.asked, []string{"Expand"})
 	n.mu.Unlock()

@@ -46,10 +46,11 @@ func (s *Scheduler) expand(j job) {
 }
 
 // fetchLevel fetches a level's ids for a job: with one Expand for the rest
-// of the job when the origin has one, level by level otherwise.
+// of the job when the origin has one (below the held objects of the level
+// too, which it walks through without sending), level by level otherwise.
 func (s *Scheduler) fetchLevel(plan *graph.Plan, st graph.Step, b graph.Budget) ([]*graph.Object, *fetch.Expansion, error) {
 	if b.Depth-st.Level > 0 && s.fetcher.CanExpand() {
-		x, err := s.runExpansion(st.Fetch, plan.Rest(st, b))
+		x, err := s.runExpansion(st.IDs, plan.Rest(st, b))
 		if err == nil {
 			fetched, _ := x.Delivered(st.Fetch)
 			more, err := x.JoinedRoots(s.ctx) // roots another fetch was bringing

@@ -1,6 +1,7 @@
 package prefetch
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 
@@ -37,30 +38,13 @@ func (s *Scheduler) expandChances(j job) {
 	var buf []float64
 	for d := 1; d <= depth && len(level) > 0 && s.ctx.Err() == nil; d++ {
 		var cands []candidate
-		whole := true // every ref of the level is wanted
-		for _, o := range level {
-			buf = s.chooser.Chances(o, depthOf[o.ID], buf)
-			for i, r := range o.Refs {
-				if p := chance[o.ID] * buf[i]; p >= threshold {
-					cands = append(cands, candidate{r.ID, p, depthOf[o.ID] + 1})
-				} else {
-					whole = false
-				}
-			}
-		}
+		var whole bool
+		cands, whole, buf = s.candidates(level, chance, depthOf, threshold, buf)
 		if whole && len(cands) > 0 && s.expandWhole(level, depthOf, cands, depth-d, j.budget.MaxObjects) {
 			return
 		}
 		// Most likely first: the object budget goes to them.
-		slices.SortStableFunc(cands, func(a, b candidate) int {
-			switch {
-			case a.chance > b.chance:
-				return -1
-			case a.chance < b.chance:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.chance, a.chance) })
 		next := make(map[string]float64, len(cands))
 		nextDepth := make(map[string]int, len(cands))
 		var fetch []string
@@ -84,6 +68,24 @@ func (s *Scheduler) expandChances(j job) {
 		}
 		level, chance, depthOf = append(held, got...), next, nextDepth
 	}
+}
+
+// candidates returns the refs of level whose chance reaches threshold, and
+// whether every ref of the level does; buf is reused.
+func (s *Scheduler) candidates(level []*graph.Object, chance map[string]float64, depthOf map[string]int,
+	threshold float64, buf []float64) (cands []candidate, whole bool, _ []float64) {
+	whole = true
+	for _, o := range level {
+		buf = s.chooser.Chances(o, depthOf[o.ID], buf)
+		for i, r := range o.Refs {
+			if p := chance[o.ID] * buf[i]; p >= threshold {
+				cands = append(cands, candidate{r.ID, p, depthOf[o.ID] + 1})
+			} else {
+				whole = false
+			}
+		}
+	}
+	return cands, whole, buf
 }
 
 // expandWhole handles a level whose refs are all wanted, below objects read
@@ -114,15 +116,21 @@ func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, c
 	if deeper == 0 {
 		return false
 	}
+	// Every candidate is a root, held ones too (the Expand walks through
+	// them without fetching them again): below them the levels are as much
+	// wanted as below the others, and one round trip is cheaper than a job
+	// per level. None to fetch: walk on through what is held.
 	roots := make([]string, 0, len(cands))
+	missing := false
 	for _, c := range cands {
-		if _, known := s.fetcher.Peek(c.id); !known {
-			roots = append(roots, c.id)
-		}
+		_, known := s.fetcher.Peek(c.id)
+		missing = missing || !known
+		roots = append(roots, c.id)
 	}
-	if len(roots) == 0 {
+	if !missing {
 		return false
 	}
+	roots = dedupe(roots)
 	b := graph.Budget{Depth: deeper, MaxObjects: budget}
 	for f := range fields {
 		b.Fields = append(b.Fields, f)

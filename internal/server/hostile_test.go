@@ -33,7 +33,7 @@ type hostileRig struct {
 	origin *origintest.Origin
 	oc     *origin.Client
 	m      *metrics.Set
-	reg    *prometheus.Registry // the gRPC server metrics
+	reg    *prometheus.Registry // the gRPC server metrics and the near hub's
 	codec  *RequestCodec
 	svc    *Server
 	hub    *near.Hub
@@ -60,10 +60,10 @@ func newHostileRigWith(t *testing.T, o *origintest.Origin, cfg origin.Config, sc
 	require.NoError(t, err)
 	svc, err := New(scfg, f, e, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
-	hub, err := near.New(near.Config{}, prometheus.NewRegistry())
+	reg := prometheus.NewRegistry()
+	hub, err := near.New(near.Config{}, reg)
 	require.NoError(t, err)
 	svc.EnableNear(hub)
-	reg := prometheus.NewRegistry()
 	codec := NewRequestCodec()
 	_, dial := serveDialer(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) },
 		append(Interceptors(metrics.NewGRPCServer(reg)), codec.ServerOptions()...)...)

@@ -6,6 +6,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sync"
 	"testing"
 
@@ -81,6 +83,8 @@ func (f *Origin) Calls() int {
 // one message per level, objects and missing ids. Before sending a level
 // that has a gate it announces the level on paused and waits for the gate to
 // close; objects in withhold are never sent (as if the budget ran out).
+// Known objects are walked through and not sent, unless IgnoreKnown (an
+// origin that sends them anyway); Sent counts, per id, the objects sent.
 type Expander struct {
 	*Origin
 	Unsupported bool
@@ -88,9 +92,11 @@ type Expander struct {
 	Gate        map[int]chan struct{}
 	Paused      chan int
 	Withhold    map[string]bool
+	IgnoreKnown bool
+	Sent        map[string]int
 }
 
-func (f *Expander) Expand(ctx context.Context, roots []string, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+func (f *Expander) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
 	f.mu.Lock()
 	f.Expands++
 	f.mu.Unlock()
@@ -111,17 +117,42 @@ func (f *Expander) Expand(ctx context.Context, roots []string, b graph.Budget, f
 		f.mu.Lock()
 		found, missing := f.lookup(t.Pending()) // server-side: no round trip
 		f.mu.Unlock()
-		var send []*graph.Object
+		var walked []*graph.Object
 		for _, o := range found {
 			if !f.Withhold[o.ID] {
-				send = append(send, o)
+				walked = append(walked, o)
 			}
 		}
-		if err := fn(level, t.Resolve(send), missing); err != nil {
+		send := f.notKnown(t.Resolve(walked), known)
+		if err := fn(level, send, missing); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// notKnown returns the objects of objs not in known, counting them as sent.
+func (f *Expander) notKnown(objs, known []*graph.Object) []*graph.Object {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.Sent == nil {
+		f.Sent = make(map[string]int)
+	}
+	out := objs[:0:0]
+	for _, o := range objs {
+		if f.IgnoreKnown || !slices.ContainsFunc(known, func(k *graph.Object) bool { return k.ID == o.ID }) {
+			f.Sent[o.ID]++
+			out = append(out, o)
+		}
+	}
+	return out
+}
+
+// SentIDs returns how many times Expand sent each id.
+func (f *Expander) SentIDs() map[string]int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return maps.Clone(f.Sent)
 }
 
 func (f *Expander) ExpandCalls() int {

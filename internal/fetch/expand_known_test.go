@@ -1,0 +1,80 @@
+package fetch
+
+import (
+	"context"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch/fetchtest"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// walked is what the origin's traversal visits below roots with budget b.
+func walked(objs map[string]*graph.Object, roots []string, b graph.Budget) map[string]bool {
+	seen := map[string]bool{}
+	t := graph.NewTraversal(roots, b)
+	for !t.Done() {
+		var found []*graph.Object
+		for _, id := range t.Pending() {
+			seen[id] = true
+			if o := objs[id]; o != nil {
+				found = append(found, o)
+			}
+		}
+		t.Resolve(found)
+	}
+	return seen
+}
+
+// With part of the graph held, an expansion admits exactly the ids the
+// origin's walk visits, held ones interleaved and max_objects binding:
+// nothing the origin sends is dropped, nothing is fetched that the cache
+// holds below a held object, and the stream is complete.
+func TestExpansionFollowsKnownObjectsInTheOriginsOrder(t *testing.T) {
+	var list []*graph.Object
+	g := graph.RandomGraph{N: 200, RefsPerNode: 3, DanglingRate: 0.05, Seed: 3}
+	require.NoError(t, g.Generate(func(o *graph.Object) error { list = append(list, o); return nil }))
+	objs := map[string]*graph.Object{}
+	for _, o := range list {
+		objs[o.ID] = o
+	}
+	for _, maxObjects := range []int{0, 10, 40, 120} {
+		for start := 0; start < 200; start += 37 {
+			t.Run(fmt.Sprintf("max %d root %d", maxObjects, start), func(t *testing.T) {
+				fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(list)}
+				r := newRig(t, fx, Config{}, cache.Config{})
+				var held []*graph.Object
+				for i, o := range list {
+					if i%3 != 0 { // two objects in three held
+						held = append(held, o)
+					}
+				}
+				r.f.fill(held, nil, false, r.c.Changes())
+				roots := []string{g.NodeID(start), g.NodeID((start + 1) % 200)}
+				b := graph.Budget{Depth: 4, MaxObjects: maxObjects}
+				x := r.f.NewExpansion(roots, b, false)
+				require.NotEmpty(t, x.known)
+				require.NoError(t, x.Run(context.Background()))
+
+				assert.Zero(t, x.dropped, "every object the origin sent was expected")
+				for id := range fx.SentIDs() {
+					assert.Nil(t, x.known[id], "%s was known, and sent", id)
+				}
+				want := walked(objs, roots, b)
+				for id := range want {
+					_, got := x.got[id] // received, or said not to exist
+					assert.True(t, got || x.known[id] != nil || fx.Withhold[id], "%s visited by the origin, not accounted for", id)
+				}
+				for id := range x.got {
+					assert.True(t, want[id], "%s received but not in the walk", id)
+				}
+				assert.Zero(t, x.pending)
+				assert.Empty(t, x.claims)
+			})
+		}
+	}
+}
