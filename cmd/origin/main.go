@@ -88,6 +88,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxIDs, "max-ids", 10000, "ids per BatchGet, and roots and known ids per Expand")
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 64, "largest depth an Expand may ask for")
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 1000000, "largest max_objects an Expand may ask for, and the cap of one that sets none")
+	fs.IntVar(&o.server.ShedSpeculativeAbove, "shed-speculative-above", 0, "refuse a speculative call (metadata lookahead-speculative: 1) RESOURCE_EXHAUSTED when it would make more than this many calls in flight; calls without the mark are always served; 0 = never shed")
 	fs.StringVar(&o.tlsFiles.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM); needs --tls-key; empty = plaintext")
 	fs.StringVar(&o.tlsFiles.KeyFile, "tls-key", "", "private key (PEM) of --tls-cert")
 	fs.StringVar(&o.tlsFiles.ClientCAFile, "tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS; needs --tls-cert")

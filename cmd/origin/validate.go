@@ -34,7 +34,7 @@ func (o *options) finish() error {
 		}
 	}
 	if err := o.server.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("-max-ids, -max-depth, -max-objects, -latency: %w", err))
+		errs = append(errs, fmt.Errorf("-max-ids, -max-depth, -max-objects, -latency, -shed-speculative-above: %w", err))
 	}
 	errs = append(errs, o.pg.validate(o))
 	if o.listen == "" {

@@ -189,6 +189,7 @@ func checks() []check {
 		{name: "batchget/empty", run: (*checker).batchGetEmpty},
 		{name: "batchget/missing", run: (*checker).batchGetMissing},
 		{name: "batchget/bad-input", run: (*checker).batchGetBadInput},
+		{name: "batchget/speculative-or-shed", run: (*checker).batchGetSpeculative},
 		{name: "expand/bad-input", run: (*checker).expandBadInput},
 		{name: "expand/missing-root", run: (*checker).expandMissingRoot},
 		{name: "watch/announces-revision", run: (*checker).watchHeader},

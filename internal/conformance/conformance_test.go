@@ -12,9 +12,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/test/bufconn"
 	"google.golang.org/protobuf/proto"
 
@@ -181,6 +184,17 @@ func (l lenientIDs) BatchGet(ctx context.Context, req *lookaheadv1.OriginService
 	return resp, err
 }
 
+// wrongShed sheds speculative calls with UNAVAILABLE, which the sidecar
+// counts against the origin's circuit breaker.
+type wrongShed struct{ *originserver.Server }
+
+func (w wrongShed) BatchGet(ctx context.Context, req *lookaheadv1.OriginServiceBatchGetRequest) (*lookaheadv1.OriginServiceBatchGetResponse, error) {
+	if md, _ := metadata.FromIncomingContext(ctx); len(md.Get("lookahead-speculative")) > 0 {
+		return nil, status.Error(codes.Unavailable, "busy")
+	}
+	return w.Server.BatchGet(ctx, req)
+}
+
 func TestTheCheckerFailsABrokenOrigin(t *testing.T) {
 	for _, tc := range []struct {
 		name      string
@@ -199,6 +213,8 @@ func TestTheCheckerFailsABrokenOrigin(t *testing.T) {
 		{"Describe names a new dataset every time", func(s *originserver.Server) lookaheadv1.OriginServiceServer {
 			return fickleIdentity{s, new(int)}
 		}, "describe/identity-stable", "dataset_id changed"},
+		{"speculation shed UNAVAILABLE", func(s *originserver.Server) lookaheadv1.OriginServiceServer { return wrongShed{s} },
+			"batchget/speculative-or-shed", "want OK, or ResourceExhausted when shed"},
 		{"BatchGet takes an empty id", func(s *originserver.Server) lookaheadv1.OriginServiceServer { return lenientIDs{s} },
 			"batchget/bad-input", "an empty id: want InvalidArgument"},
 	} {

@@ -9,6 +9,9 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
+// absent stands in Expansion.got for an id the origin said does not exist.
+var absent = &graph.Object{}
+
 // ErrMalformedExpand is an Expand stream that broke the traversal's rules:
 // a level out of order, beyond the requested depth, or objects nobody asked
 // for. The stream is cut at once.
@@ -50,15 +53,15 @@ type Expansion struct {
 	joins       map[*call][]string
 
 	mu sync.Mutex
-	// got holds every object received; a speculative expansion keeps only
-	// ids and refs, all its plan needs, so that its memory does not grow with
-	// the prefetch budget (Oracle's caveat): payloads live in the cache.
+	// got holds every object received, and absent for each id the origin
+	// said does not exist; a speculative expansion keeps only ids and refs,
+	// all its plan needs, so that its memory does not grow with the prefetch
+	// budget (Oracle's caveat): payloads live in the cache.
 	got map[string]*graph.Object
-	// held are the whole objects received for ids this expansion claimed,
-	// kept until their level is released to whoever waits for them.
-	held     map[string]*graph.Object
-	owned    map[string]bool          // ids claimed and not yet released
-	missing  map[string]bool          // ids the origin said do not exist
+	// owned are the ids this expansion claimed and has not released yet,
+	// each with its whole object once received, kept until its level is
+	// released to whoever waits for it.
+	owned    map[string]*graph.Object
 	reach    *graph.Reach             // ids scheduled: roots and followed refs, by the traversal's rules
 	claims   map[int][]*batch         // level → in-flight claims not yet released
 	known    map[string]*graph.Object // held objects sent as known_ids: the origin walks through them, never sends them
@@ -80,13 +83,12 @@ type Expansion struct {
 // included, so that one Expand covers all that lies below it. A speculative
 // expansion fills the prefetch tier, a demanded one the main tier.
 func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool) *Expansion {
+	n := b.SizeHint(len(roots))
 	x := &Expansion{
 		f: f, speculative: speculative, budget: b, since: f.cache.Changes(),
-		got:     make(map[string]*graph.Object, len(roots)),
-		held:    make(map[string]*graph.Object, len(roots)),
-		owned:   make(map[string]bool, len(roots)),
-		missing: make(map[string]bool),
-		reach:   graph.NewReach(b, len(roots)),
+		got:     make(map[string]*graph.Object, n),
+		owned:   make(map[string]*graph.Object, len(roots)),
+		reach:   graph.NewReach(b, n),
 		claims:  make(map[int][]*batch),
 		changed: make(chan struct{}),
 	}
@@ -167,7 +169,7 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	for _, b := range own {
 		b.call.partial = true
 		for _, id := range b.ids {
-			x.owned[id] = true
+			x.owned[id] = nil // claimed, not received yet
 		}
 	}
 	x.claims[level] = append(x.claims[level], own...)
@@ -197,15 +199,15 @@ func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) e
 		if x.speculative {
 			x.got[o.ID] = &graph.Object{ID: o.ID, Version: o.Version, Refs: o.Refs}
 		}
-		if x.owned[o.ID] {
-			x.held[o.ID] = o
+		if _, claimed := x.owned[o.ID]; claimed {
+			x.owned[o.ID] = o
 		}
 		next = x.follow(level, o, next)
 	}
 	kept := missing[:0:0]
 	for _, id := range missing {
-		if x.reach.Has(id) && !x.missing[id] && x.got[id] == nil && x.known[id] == nil {
-			x.missing[id] = true
+		if _, seen := x.got[id]; !seen && x.reach.Has(id) && x.known[id] == nil {
+			x.got[id] = absent
 			x.pending--
 			x.left[level]--
 			kept = append(kept, id)
@@ -226,7 +228,7 @@ func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) e
 func (x *Expansion) expected(level int, objs []*graph.Object) []*graph.Object {
 	kept := objs[:0:0]
 	for _, o := range objs {
-		if o == nil || !x.reach.Has(o.ID) || x.got[o.ID] != nil || x.missing[o.ID] || x.known[o.ID] != nil {
+		if !x.expects(o) {
 			x.dropped++
 			continue
 		}
@@ -240,6 +242,16 @@ func (x *Expansion) expected(level int, objs []*graph.Object) []*graph.Object {
 	return kept
 }
 
+// expects reports whether o was scheduled, neither held (known) nor
+// received yet. Called with x.mu held.
+func (x *Expansion) expects(o *graph.Object) bool {
+	if o == nil || !x.reach.Has(o.ID) || x.known[o.ID] != nil {
+		return false
+	}
+	_, seen := x.got[o.ID]
+	return !seen
+}
+
 // complete releases level's claims with what was delivered (or err) and
 // wakes those waiting for the level. Called with x.mu held.
 func (x *Expansion) complete(level int, err error) {
@@ -249,13 +261,12 @@ func (x *Expansion) complete(level int, err error) {
 		} else {
 			b.call.objs = make(map[string]*graph.Object, len(b.ids))
 			for _, id := range b.ids {
-				if o, ok := x.held[id]; ok {
+				if o := x.owned[id]; o != nil {
 					b.call.objs[id] = o
 				}
 			}
 		}
 		for _, id := range b.ids {
-			delete(x.held, id)
 			delete(x.owned, id)
 		}
 		x.f.flights.release(b)
@@ -305,10 +316,11 @@ func (x *Expansion) Await(ctx context.Context, level int) error {
 func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if o, ok := x.got[id]; ok {
-		return o, true
+	o, ok := x.got[id]
+	if o == absent {
+		return nil, true
 	}
-	return nil, x.missing[id]
+	return o, ok
 }
 
 // Delivered returns the objects of ids the expansion has received, with the
@@ -318,10 +330,11 @@ func (x *Expansion) Delivered(ids []string) (objs []*graph.Object, rest []string
 	defer x.mu.Unlock()
 	objs = make([]*graph.Object, 0, len(ids))
 	for _, id := range ids {
-		if o, ok := x.got[id]; ok {
-			objs = append(objs, o)
-		} else if !x.missing[id] {
+		switch o, ok := x.got[id]; {
+		case !ok:
 			rest = append(rest, id)
+		case o != absent:
+			objs = append(objs, o)
 		}
 	}
 	return objs, rest

@@ -37,8 +37,7 @@ func TestSpeculativeExpansionKeepsNoPayloads(t *testing.T) {
 		} else {
 			assert.Equal(t, len(objs)*1024, payload, "a walk's Expand keeps what it must still emit")
 		}
-		assert.Empty(t, x.held, "released at the end of each level")
-		assert.Empty(t, x.owned)
+		assert.Empty(t, x.owned, "released, objects and all, at the end of each level")
 		assert.Empty(t, x.claims)
 	}
 }

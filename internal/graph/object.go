@@ -24,6 +24,12 @@ type Object struct {
 	Type    string
 	Refs    []Ref
 	Payload []byte
+	// Wire is the object encoded as a lookahead.v1.Object when it was
+	// decoded from that encoding (graphpb.Decode): whoever sends the object
+	// on sends these bytes rather than encoding it again. Its strings and
+	// payload may be views of them. nil when the object was built otherwise;
+	// a copy that changes a field must drop it.
+	Wire []byte
 }
 
 // objectOverhead approximates the Go memory of an Object beyond its strings

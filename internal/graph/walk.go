@@ -16,6 +16,20 @@ type Budget struct {
 	Fields []string
 }
 
+// maxSizeHint bounds SizeHint: a budget of many objects may be spent on a
+// few, and a set sized for all of them would cost its memory up front.
+const maxSizeHint = 4096
+
+// SizeHint is how many ids the sets of a traversal with budget b from n
+// roots should be sized for, so that they do not grow (by rehashing) while
+// it runs: MaxObjects, up to a few thousand, and at least n.
+func (b Budget) SizeHint(n int) int {
+	if b.MaxObjects <= 0 {
+		return n
+	}
+	return max(n, min(b.MaxObjects, maxSizeHint))
+}
+
 // Reach holds the one set of rules by which a budgeted traversal admits
 // ids: each id once over the traversal's life (so cycles, self references
 // and shared children terminate and nothing is fetched twice), at most
@@ -96,7 +110,7 @@ type Traversal struct {
 // NewTraversal starts a traversal at roots (level 0). Duplicate roots are
 // scheduled once; roots beyond MaxObjects are dropped.
 func NewTraversal(roots []string, b Budget) *Traversal {
-	t := &Traversal{reach: NewReach(b, len(roots))}
+	t := &Traversal{reach: NewReach(b, b.SizeHint(len(roots)))}
 	for _, id := range roots {
 		t.schedule(id)
 	}

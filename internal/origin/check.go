@@ -121,25 +121,28 @@ func (c *Client) checkMissing(ids []string, asked map[string]answer) (missing []
 // root or the ref (through the requested fields) of an object already
 // received or known, and only once; a known object never comes.
 type expandCheck struct {
-	c         *Client
-	fields    map[string]bool   // nil = all
-	reachable map[string]bool   // roots and refs of accepted objects
-	seen      map[string]answer // ids sent, as objects or as missing
+	c      *Client
+	fields map[string]bool // nil = all
+	// ids holds every id that may come, roots and refs of accepted objects,
+	// unanswered until it comes, and then what came; an id it does not
+	// hold may not come.
+	ids map[string]answer
 }
 
-func (c *Client) newExpandCheck(roots []string, known []*graph.Object, fields []string) *expandCheck {
-	x := &expandCheck{c: c, reachable: make(map[string]bool, len(roots)), seen: make(map[string]answer, len(known))}
+func (c *Client) newExpandCheck(roots []string, known []*graph.Object, b graph.Budget) *expandCheck {
+	n := b.SizeHint(len(roots) + len(known))
+	x := &expandCheck{c: c, ids: make(map[string]answer, n)}
 	for _, r := range roots {
-		x.reachable[r] = true
+		x.ids[r] = unanswered
 	}
-	if len(fields) > 0 {
-		x.fields = make(map[string]bool, len(fields))
-		for _, f := range fields {
+	if len(b.Fields) > 0 {
+		x.fields = make(map[string]bool, len(b.Fields))
+		for _, f := range b.Fields {
 			x.fields[f] = true
 		}
 	}
 	for _, o := range known {
-		x.seen[o.ID] = gotObject // sent anyway: a duplicate
+		x.ids[o.ID] = gotObject // sent anyway: a duplicate
 		x.follow(o)
 	}
 	return x
@@ -149,46 +152,49 @@ func (c *Client) newExpandCheck(roots []string, known []*graph.Object, fields []
 func (x *expandCheck) follow(o *graph.Object) {
 	for _, r := range o.Refs {
 		if x.fields == nil || x.fields[r.Field] {
-			x.reachable[r.ID] = true
+			if _, ok := x.ids[r.ID]; !ok {
+				x.ids[r.ID] = unanswered
+			}
 		}
 	}
 }
 
-// next checks one message of the stream.
-func (x *expandCheck) next(resp *lookaheadv1.ExpandResponse) (objs []*graph.Object, missing []string, err error) {
+// next checks one message of the stream, keeping its objects that may be
+// used and its missing ids in place.
+func (x *expandCheck) next(m *expandReply) (objs []*graph.Object, missing []string, err error) {
 	c := x.c
-	objs = make([]*graph.Object, 0, len(resp.GetObjects()))
-	for _, p := range resp.GetObjects() {
-		id := p.GetId()
+	objs = m.objs[:0]
+	for _, o := range m.objs {
+		a, ok := x.ids[o.ID]
 		switch {
-		case graph.ValidateID(id) != nil:
+		case graph.ValidateID(o.ID) != nil:
 			c.malformed(metrics.MalformedInvalidID)
 			continue
-		case x.seen[id] != unanswered:
-			c.malformed(metrics.MalformedDuplicate)
-			continue
-		case !x.reachable[id]:
+		case !ok:
 			c.malformed(metrics.MalformedUnrequested)
 			continue
+		case a != unanswered:
+			c.malformed(metrics.MalformedDuplicate)
+			continue
 		}
-		x.seen[id] = gotObject
-		o := graphpb.FromProto(p)
+		x.ids[o.ID] = gotObject
 		if err := c.checkObject(o); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrMalformedReply, err)
 		}
 		x.follow(o)
 		objs = append(objs, o)
 	}
-	for _, id := range resp.GetMissingIds() {
-		switch {
-		case !x.reachable[id]:
+	missing = m.missing[:0]
+	for _, id := range m.missing {
+		switch a, ok := x.ids[id]; {
+		case !ok:
 			c.malformed(metrics.MalformedUnrequested)
-		case x.seen[id] == gotMissing:
+		case a == gotMissing:
 			c.malformed(metrics.MalformedDuplicate)
-		case x.seen[id] == gotObject:
+		case a == gotObject:
 			c.malformed(metrics.MalformedConflict)
 		default:
-			x.seen[id] = gotMissing
+			x.ids[id] = gotMissing
 			missing = append(missing, id)
 		}
 	}

@@ -264,10 +264,11 @@ func (c *Client) expand(ctx context.Context, roots []string, known []*graph.Obje
 	if err != nil {
 		return err
 	}
-	chk := c.newExpandCheck(roots, known, b.Fields)
+	chk := c.newExpandCheck(roots, known, b)
 	started := false
 	for {
-		resp, err := stream.Recv()
+		var resp expandReply
+		err := stream.RecvMsg(&resp)
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return nil
@@ -280,12 +281,12 @@ func (c *Client) expand(ctx context.Context, roots []string, known []*graph.Obje
 			}
 			return err
 		}
-		objs, missing, err := chk.next(resp)
+		objs, missing, err := chk.next(&resp)
 		if err != nil {
 			return err
 		}
 		started = true
-		if err := fn(int(resp.GetLevel()), objs, missing); err != nil {
+		if err := fn(int(resp.level), objs, missing); err != nil {
 			if errors.Is(err, graph.ErrStop) {
 				return nil // the caller has all it asked for: a success
 			}

@@ -57,6 +57,9 @@ func (r *replyCodec) Unmarshal(data mem.BufferSlice, v any) error {
 	buf := data.MaterializeToBuffer(mem.DefaultBufferPool())
 	defer buf.Free()
 	b := buf.ReadOnlyData()
+	if m, ok := v.(*expandReply); ok {
+		return r.decodeExpand(b, m)
+	}
 	if err := scanReply(b, r.objects, r.limit); err != nil {
 		r.refused = err
 		return err
@@ -157,7 +160,7 @@ const (
 func scanObject(b []byte, limit int64) error {
 	var id, typeLen, payload, refs int
 	var refBytes int64
-	var idText string
+	var idText []byte // only made a string for an error
 	for rest := b; len(rest) > 0; {
 		num, typ, n := protowire.ConsumeTag(rest)
 		if n < 0 {
@@ -178,7 +181,7 @@ func scanObject(b []byte, limit int64) error {
 		rest = rest[n:]
 		switch num {
 		case objectID:
-			id, idText = len(v), string(v[:min(len(v), graph.MaxIDBytes)])
+			id, idText = len(v), v[:min(len(v), graph.MaxIDBytes)]
 		case objectType:
 			typeLen = len(v)
 		case objectPayload:

@@ -1,6 +1,7 @@
 package originserver
 
 import (
+	"context"
 	"time"
 
 	"google.golang.org/grpc/codes"
@@ -26,6 +27,11 @@ func (s *Server) Expand(req *lookaheadv1.ExpandRequest, stream lookaheadv1.Origi
 	const rpc = "Expand"
 	defer func(start time.Time) { s.m.observe(rpc, start, err) }(time.Now())
 	ctx := stream.Context()
+	done, err := s.admit(ctx, rpc)
+	if err != nil {
+		return err
+	}
+	defer done()
 	if err := s.delay(ctx); err != nil {
 		return toStatus(err)
 	}
@@ -33,6 +39,13 @@ func (s *Server) Expand(req *lookaheadv1.ExpandRequest, stream lookaheadv1.Origi
 	if err != nil {
 		return err
 	}
+	return s.expandLevels(ctx, req, budget, stream)
+}
+
+// expandLevels walks an admitted, valid Expand request level by level and
+// streams each level.
+func (s *Server) expandLevels(ctx context.Context, req *lookaheadv1.ExpandRequest, budget graph.Budget, stream lookaheadv1.OriginService_ExpandServer) error {
+	const rpc = "Expand"
 	known := make(map[string]struct{}, len(req.GetKnownIds()))
 	for _, id := range req.GetKnownIds() {
 		known[id] = struct{}{}

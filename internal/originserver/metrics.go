@@ -16,6 +16,7 @@ type serverMetrics struct {
 	duration      *prometheus.HistogramVec // rpc
 	objectsServed *prometheus.CounterVec   // rpc
 	bytesServed   *prometheus.CounterVec   // rpc
+	shed          *prometheus.CounterVec   // rpc
 	changesSent   prometheus.Counter
 	watchStreams  prometheus.Gauge
 	storeRevision prometheus.GaugeFunc
@@ -41,6 +42,10 @@ func newServerMetrics(reg prometheus.Registerer, st Store) (*serverMetrics, erro
 			Namespace: ns, Subsystem: sub, Name: "served_bytes_total",
 			Help: "Encoded bytes of the objects sent to clients, by rpc.",
 		}, []string{"rpc"}),
+		shed: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Namespace: ns, Subsystem: sub, Name: "shed_total",
+			Help: "Speculative calls refused RESOURCE_EXHAUSTED because more than --shed-speculative-above calls would have been in flight, by rpc.",
+		}, []string{"rpc"}),
 		changesSent: prometheus.NewCounter(prometheus.CounterOpts{
 			Namespace: ns, Subsystem: sub, Name: "watch_changes_sent_total",
 			Help: "Changes sent to Watch streams.",
@@ -59,7 +64,7 @@ func newServerMetrics(reg prometheus.Registerer, st Store) (*serverMetrics, erro
 	}
 	var errs []error
 	for _, c := range []prometheus.Collector{m.requests, m.duration, m.objectsServed, m.bytesServed,
-		m.changesSent, m.watchStreams, m.storeRevision} {
+		m.shed, m.changesSent, m.watchStreams, m.storeRevision} {
 		if err := reg.Register(c); err != nil {
 			errs = append(errs, err)
 		}

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -38,6 +39,13 @@ type Config struct {
 	MessageBytes   int
 	// WatchBatch caps the changes of one Watch message; zero = 1000.
 	WatchBatch int
+	// ShedSpeculativeAbove sheds speculation under load: a call marked
+	// speculative (origin.SpeculativeKey) that would make more than this
+	// many calls in flight (BatchGet, Expand, Put and Delete; not Watch)
+	// is refused RESOURCE_EXHAUSTED at once, while calls without the mark
+	// are always served: with many sidecars speculating, demand comes
+	// first. Zero = never shed.
+	ShedSpeculativeAbove int
 }
 
 func (c Config) withDefaults() Config {
@@ -67,6 +75,7 @@ func (c Config) validate() error {
 	}{
 		{"max ids", c.MaxIDs}, {"max depth", c.MaxDepth}, {"max objects", c.MaxObjects},
 		{"message objects", c.MessageObjects}, {"message bytes", c.MessageBytes}, {"watch batch", c.WatchBatch},
+		{"shed speculative above", c.ShedSpeculativeAbove},
 	} {
 		if f.v < 0 {
 			errs = append(errs, fmt.Errorf("originserver: %s %d is negative", f.name, f.v))
@@ -114,6 +123,8 @@ type Server struct {
 
 	shutdown     chan struct{} // closed by Shutdown
 	shutdownOnce sync.Once
+
+	inFlight atomic.Int64 // calls admitted and not yet done (see admit)
 }
 
 // New serves st with cfg's limits and registers the server's metrics

@@ -17,6 +17,11 @@ import (
 func (s *Server) BatchGet(ctx context.Context, req *lookaheadv1.OriginServiceBatchGetRequest) (_ *lookaheadv1.OriginServiceBatchGetResponse, err error) {
 	const rpc = "BatchGet"
 	defer func(start time.Time) { s.m.observe(rpc, start, err) }(time.Now())
+	done, err := s.admit(ctx, rpc)
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if err := s.delay(ctx); err != nil {
 		return nil, toStatus(err)
 	}
@@ -55,6 +60,11 @@ func (s *Server) BatchGet(ctx context.Context, req *lookaheadv1.OriginServiceBat
 // again and decide; retrying the same request cannot succeed.
 func (s *Server) Put(ctx context.Context, req *lookaheadv1.OriginServicePutRequest) (_ *lookaheadv1.OriginServicePutResponse, err error) {
 	defer func(start time.Time) { s.m.observe("Put", start, err) }(time.Now())
+	done, err := s.admit(ctx, "Put")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if err := s.delay(ctx); err != nil {
 		return nil, toStatus(err)
 	}
@@ -73,6 +83,11 @@ func (s *Server) Put(ctx context.Context, req *lookaheadv1.OriginServicePutReque
 // object is at another version.
 func (s *Server) Delete(ctx context.Context, req *lookaheadv1.OriginServiceDeleteRequest) (_ *lookaheadv1.OriginServiceDeleteResponse, err error) {
 	defer func(start time.Time) { s.m.observe("Delete", start, err) }(time.Now())
+	done, err := s.admit(ctx, "Delete")
+	if err != nil {
+		return nil, err
+	}
+	defer done()
 	if err := s.delay(ctx); err != nil {
 		return nil, toStatus(err)
 	}

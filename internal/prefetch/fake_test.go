@@ -79,7 +79,7 @@ func newRigBatch(t *testing.T, o fetch.Origin, cfg Config, batchSize int, p Plan
 }
 
 // newRigWith is newRig with the fetcher's configuration.
-func newRigWith(t *testing.T, o fetch.Origin, cfg Config, fc fetch.Config, p Planner, cc cache.Config) *rig {
+func newRigWith(t testing.TB, o fetch.Origin, cfg Config, fc fetch.Config, p Planner, cc cache.Config) *rig {
 	t.Helper()
 	m := metrics.New(prometheus.NewRegistry())
 	c, err := cache.New(cc, wire.Cache(m))

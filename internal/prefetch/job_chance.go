@@ -1,6 +1,7 @@
 package prefetch
 
 import (
+	"cmp"
 	"errors"
 	"slices"
 
@@ -35,32 +36,16 @@ func (s *Scheduler) expandChances(j job) {
 		}
 	}
 	var buf []float64
+	idle := 0 // levels in a row with nothing to fetch
 	for d := 1; d <= depth && len(level) > 0 && s.ctx.Err() == nil; d++ {
 		var cands []candidate
-		whole := true // every ref of the level is wanted
-		for _, o := range level {
-			buf = s.chooser.Chances(o, depthOf[o.ID], buf)
-			for i, r := range o.Refs {
-				if p := chance[o.ID] * buf[i]; p >= threshold {
-					cands = append(cands, candidate{r.ID, p, depthOf[o.ID] + 1})
-				} else {
-					whole = false
-				}
-			}
-		}
+		var whole bool
+		cands, whole, buf = s.candidates(level, chance, depthOf, threshold, buf)
 		if whole && len(cands) > 0 && s.expandWhole(level, depthOf, cands, depth-d, j.budget.MaxObjects) {
 			return
 		}
 		// Most likely first: the object budget goes to them.
-		slices.SortStableFunc(cands, func(a, b candidate) int {
-			switch {
-			case a.chance > b.chance:
-				return -1
-			case a.chance < b.chance:
-				return 1
-			}
-			return 0
-		})
+		slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.chance, a.chance) })
 		next := make(map[string]float64, len(cands))
 		nextDepth := make(map[string]int, len(cands))
 		var fetch []string
@@ -78,6 +63,11 @@ func (s *Scheduler) expandChances(j job) {
 			}
 			fetch = append(fetch, c.id)
 		}
+		if idle = idle + 1; len(fetch) > 0 {
+			idle = 0
+		} else if idle == maxIdleLevels {
+			return
+		}
 		got, err := s.speculate(fetch)
 		if err != nil {
 			return // origin trouble or shutdown: speculation just stops
@@ -86,14 +76,42 @@ func (s *Scheduler) expandChances(j job) {
 	}
 }
 
+// maxIdleLevels is how many levels in a row with nothing to fetch a job
+// walks through: what lies further below held objects is for the jobs of
+// the reads that reach them. Without it, every read below a query's trees
+// would walk all of them again once they are held (W1: 155 objects per
+// read, on the cores the application shares).
+const maxIdleLevels = 2
+
+// candidates returns the refs of level whose chance reaches threshold, and
+// whether every ref of the level does; buf is reused.
+func (s *Scheduler) candidates(level []*graph.Object, chance map[string]float64, depthOf map[string]int,
+	threshold float64, buf []float64) (cands []candidate, whole bool, _ []float64) {
+	whole = true
+	for _, o := range level {
+		buf = s.chooser.Chances(o, depthOf[o.ID], buf)
+		for i, r := range o.Refs {
+			if p := chance[o.ID] * buf[i]; p >= threshold {
+				cands = append(cands, candidate{r.ID, p, depthOf[o.ID] + 1})
+			} else {
+				whole = false
+			}
+		}
+	}
+	return cands, whole, buf
+}
+
 // expandWhole handles a level whose refs are all wanted, below objects read
 // the way the chooser expects whole lists to go on being read (a tree read
 // to its leaves): when the origin has Expand and the levels below are
 // expected whole too, one Expand brings them all in one round trip instead
 // of one BatchGet per level. It reports whether it did.
 func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, cands []candidate, left, budget int) bool {
-	if !s.fetcher.CanExpand() || left < 1 {
-		return false
+	if !s.fetcher.CanExpand() || left < 1 || !slices.ContainsFunc(cands, func(c candidate) bool {
+		_, known := s.fetcher.Peek(c.id)
+		return !known
+	}) {
+		return false // none to fetch: walk on through what is held
 	}
 	fields := map[string]bool{}
 	longest := 0
@@ -114,15 +132,15 @@ func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, c
 	if deeper == 0 {
 		return false
 	}
+	// Every candidate is a root, held ones too (the Expand walks through
+	// them without fetching them again): below them the levels are as much
+	// wanted as below the others, and one round trip is cheaper than a job
+	// per level.
 	roots := make([]string, 0, len(cands))
 	for _, c := range cands {
-		if _, known := s.fetcher.Peek(c.id); !known {
-			roots = append(roots, c.id)
-		}
+		roots = append(roots, c.id)
 	}
-	if len(roots) == 0 {
-		return false
-	}
+	roots = dedupe(roots)
 	b := graph.Budget{Depth: deeper, MaxObjects: budget}
 	for f := range fields {
 		b.Fields = append(b.Fields, f)

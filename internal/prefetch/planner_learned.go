@@ -1,7 +1,8 @@
 package prefetch
 
 import (
-	"math"
+	"math/bits"
+	"slices"
 	"sync"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -56,24 +57,39 @@ func (c *LearnedConfig) setDefaults() {
 // few at a time (TAO reads associations the same way), so a position far
 // down a list is only fetched once applications are seen to read that far.
 //
+// The model: fetching a ref speculatively costs the same whether or not it
+// is read (origin work, bytes, CPU on the cores the sidecar shares with the
+// application, cache room), and saves the application a round trip only if
+// it is read. With p the probability that it is, a prefetch pays when
+// p × round trip > cost; the threshold (1/2) is where a prefetch that pays
+// covers one that does not, so that speculation fetches, when its estimates
+// are right, at most about two objects per object read.
+//
 // Evidence: a ref is offered when the object holding it is answered, and
-// followed when the object it points to is requested later; an offer not
-// followed within Horizon requests counts as not followed. A position's
-// estimate borrows strength from its field's, and the field's from Prior,
-// so that one read of the first friend already says something about the
-// second.
+// followed when the object it points to is requested later, from that list
+// in list order (inOrderLocked); an offer not followed within Horizon
+// requests counts as not followed, and so do the lists a reader going level
+// by level has passed by (closeLocked). A read that could be a list's first
+// follow but goes on with its own lists was a direct request
+// (checkFirstLocked). A position's estimate borrows strength from its
+// field's, and the field's from Prior, so that one read of the first friend
+// already says something about the second; a field nothing is known about
+// at one depth borrows from the depths above when they were read as a
+// tree's (treeLikeLocked).
 type Learned struct {
 	cfg LearnedConfig
 
-	mu      sync.Mutex
+	mu      sync.RWMutex            // Chances and Depth, on the workers, only read
 	stats   map[edgeKey]*fieldStats // guarded by mu
-	pending map[string]offer        // child id → the last offer of it; guarded by mu
+	pending map[string][]offer      // child id → the lists offering it, first first; guarded by mu
 	ring    []ringEntry             // offers in request order, for the horizon; guarded by mu
 	head    int                     // first live ring entry; guarded by mu
 	request int                     // requests observed; guarded by mu
 	lists   map[listKey]*listRun    // lists being read: parent and field; guarded by mu
 	depth   map[string]int          // depth at which recently read objects were read; guarded by mu
 	reads   []ringEntry             // reads in request order, to forget depth; guarded by mu
+	open    []*openList             // read objects with lists not yet followed, in read order; guarded by mu
+	first   *firstRead              // the last read, when it was a list's first; guarded by mu
 }
 
 // edgeKey says where a ref sits: its field, the type holding it, and how
@@ -104,18 +120,26 @@ type fieldStats struct {
 	allOffered        float64
 	allFollowed       float64
 	maxRun            int
+	// ended: a list was read to its last ref; cyclic: a list pointed back
+	// at an object already read. Lists read to their end and never back
+	// are a tree's (see treeLikeLocked).
+	ended, cyclic bool
 }
 
 type offer struct {
 	key    edgeKey // key.depth is the parent's
 	pos    int
+	rank   int  // position among the refs of its list not read or offered before
+	last   bool // the list's last ref
+	back   bool // the list points at an object read before it
 	parent string
 	seq    int // request at which it was offered
 }
 
 type ringEntry struct {
-	id  string
-	seq int
+	id     string
+	seq    int
+	parent string // of an offer
 }
 
 // buckets of list positions: 0, 1, 2, 3, 4-7, 8-15, ... 512+.
@@ -125,14 +149,13 @@ func bucket(pos int) int {
 	if pos < 4 {
 		return pos
 	}
-	b := 2 + int(math.Log2(float64(pos)))
-	return min(b, buckets-1)
+	return min(1+bits.Len(uint(pos)), buckets-1) // 2 + ⌊log2 pos⌋
 }
 
 // NewLearned makes a learned planner.
 func NewLearned(cfg LearnedConfig) *Learned {
 	cfg.setDefaults()
-	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, pending: map[string]offer{},
+	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, pending: map[string][]offer{},
 		lists: map[listKey]*listRun{}, depth: map[string]int{}}
 }
 
@@ -152,49 +175,18 @@ func (l *Learned) Limits() (depth, objects int) { return l.cfg.MaxDepth, l.cfg.M
 // Depth implements Chooser: how far below a direct request id was read
 // last; 0 when it was requested directly or is not remembered.
 func (l *Learned) Depth(id string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	return l.depth[id]
 }
 
-// Chances implements Chooser: the probability of each ref of o being read,
-// given that o is read at depth, in ref order; refs beyond what
-// applications were seen to read from one list get 0.
-func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
-	out = out[:0]
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	pos := map[string]int{}
-	for _, r := range o.Refs {
-		i := pos[r.Field]
-		pos[r.Field] = i + 1
-		out = append(out, l.chanceLocked(edgeKey{min(depth, maxContextDepth), o.Type, r.Field}, i))
-	}
-	return out
-}
-
-func (l *Learned) chanceLocked(k edgeKey, pos int) float64 {
-	s := l.stats[k]
-	if s == nil {
-		return l.cfg.Prior
-	}
-	// A list is read from its start, a few at a time: nothing beyond half
-	// again the longest run read from one list of this field so far (and
-	// one more), so that a list read to its end is fetched ahead in growing
-	// steps while a hub's thousands of refs cost a few.
-	if pos > s.maxRun+s.maxRun/2 {
-		return 0
-	}
-	const weight = 2 // pseudo-observations of the level above
-	field := (s.allFollowed + weight*l.cfg.Prior) / (s.allOffered + weight)
-	b := bucket(pos)
-	return (s.followed[b] + weight*field) / (s.offered[b] + weight)
-}
-
 // Read implements Chooser: objs were answered to one request. Each is a
-// follow of the ref that offered it, if any; its own refs are offered in
-// turn. It returns the parents whose lists the request read from: their next
-// refs became likelier.
+// follow of the ref that offered it, if the application reads that list in
+// order (inOrderLocked), and otherwise a direct request; its own refs are
+// offered in turn. It returns the ids of objects whose lists became likelier
+// to be read: the parents the request read from and, when a field was seen
+// read further than ever, the objects read before whose lists of it wait
+// (peersLocked).
 func (l *Learned) Read(objs []*graph.Object) (parents []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -202,10 +194,13 @@ func (l *Learned) Read(objs []*graph.Object) (parents []string) {
 	l.expireLocked()
 	for _, o := range objs {
 		d := 0 // asked for directly
-		if of, ok := l.pending[o.ID]; ok {
-			delete(l.pending, o.ID)
-			l.decideLocked(of, true)
-			parents = append(parents, of.parent)
+		of, ok := l.claimLocked(o.ID)
+		l.checkFirstLocked(&of, ok)
+		if ok {
+			if l.lists[listKey{of.parent, of.key.field}] == nil {
+				l.readFirstLocked(o.ID, of)
+			}
+			parents = append(parents, l.followLocked(of)...)
 			d = of.key.depth + 1
 		}
 		l.depth[o.ID] = d
@@ -220,22 +215,56 @@ func (l *Learned) Read(objs []*graph.Object) (parents []string) {
 const offersPerList = 256
 
 func (l *Learned) offerLocked(o *graph.Object, depth int) {
-	pos := map[string]int{}
+	lists := l.listsOf(o)
+	var children []string
 	for _, r := range o.Refs {
-		i := pos[r.Field]
-		pos[r.Field] = i + 1
+		f := &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
+		i := f.pos
+		f.pos++
 		if i >= offersPerList {
 			continue
 		}
-		if _, ok := l.pending[r.ID]; ok {
-			// Offered again (a shared child, a friend of a friend who is a
-			// friend): the first offer stands, since a breadth-first reader
-			// reaches the child through the list it read first.
-			continue
+		offers := l.pending[r.ID]
+		if len(offers) >= maxOffers || slices.ContainsFunc(offers, func(of offer) bool { return of.parent == o.ID }) {
+			continue // o read again, or enough lists offer the child
 		}
-		l.pending[r.ID] = offer{key: edgeKey{min(depth, maxContextDepth), o.Type, r.Field}, pos: i, parent: o.ID, seq: l.request}
-		l.ring = append(l.ring, ringEntry{id: r.ID, seq: l.request})
+		k := edgeKey{min(depth, maxContextDepth), o.Type, r.Field}
+		l.pending[r.ID] = append(offers, offer{key: k, pos: i, rank: f.rank, last: i == f.n-1,
+			back: f.back, parent: o.ID, seq: l.request})
+		if _, read := l.depth[r.ID]; !read {
+			f.rank++ // a reader that reads each object once skips the others
+		}
+		l.ring = append(l.ring, ringEntry{id: r.ID, seq: l.request, parent: o.ID})
+		children = append(children, r.ID)
 	}
+	if len(children) > 0 {
+		l.open = append(l.open, &openList{id: o.ID, depth: depth, seq: l.request, children: children})
+	}
+}
+
+// refList is one field's list of an object being offered.
+type refList struct {
+	field     string
+	n         int  // refs
+	back      bool // one of its first offersPerList points at an object read
+	pos, rank int  // of the next ref: in the list, among those not read
+}
+
+// listsOf returns o's lists, one per field (an object has few).
+func (l *Learned) listsOf(o *graph.Object) []refList {
+	var lists []refList
+	for _, r := range o.Refs {
+		i := slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
+		if i < 0 {
+			i = len(lists)
+			lists = append(lists, refList{field: r.Field})
+		}
+		f := &lists[i]
+		if f.n++; f.n <= offersPerList && !f.back {
+			_, f.back = l.depth[r.ID]
+		}
+	}
+	return lists
 }
 
 // expireLocked decides the offers older than the horizon as not followed.
@@ -244,8 +273,7 @@ func (l *Learned) expireLocked() {
 		e := l.ring[l.head]
 		l.ring[l.head] = ringEntry{}
 		l.head++
-		if of, ok := l.pending[e.id]; ok && of.seq == e.seq {
-			delete(l.pending, e.id)
+		if of, ok := l.dropOfferLocked(e.id, func(of offer) bool { return of.seq == e.seq && of.parent == e.parent }); ok {
 			l.decideLocked(of, false)
 		}
 	}
@@ -259,6 +287,9 @@ func (l *Learned) expireLocked() {
 		}
 		l.reads = l.reads[1:]
 	}
+	for len(l.open) > 0 && l.request-l.open[0].seq > l.cfg.Horizon {
+		l.open = l.open[1:]
+	}
 	if l.request%l.cfg.Horizon == 0 { // once per horizon, not on every request
 		for k, run := range l.lists {
 			if l.request-run.request > l.cfg.Horizon {
@@ -268,7 +299,9 @@ func (l *Learned) expireLocked() {
 	}
 }
 
-func (l *Learned) decideLocked(of offer, followed bool) {
+// decideLocked counts an offer as followed or not, and reports whether a
+// follow made the longest run read from one list of its field longer.
+func (l *Learned) decideLocked(of offer, followed bool) (longer bool) {
 	s := l.stats[of.key]
 	if s == nil {
 		s = &fieldStats{}
@@ -278,10 +311,12 @@ func (l *Learned) decideLocked(of offer, followed bool) {
 	s.offered[b]++
 	s.allOffered++
 	if !followed {
-		return
+		return false
 	}
 	s.followed[b]++
 	s.allFollowed++
+	s.ended = s.ended || of.last
+	s.cyclic = s.cyclic || of.back
 	lk := listKey{of.parent, of.key.field}
 	run := l.lists[lk]
 	if run == nil {
@@ -290,7 +325,11 @@ func (l *Learned) decideLocked(of offer, followed bool) {
 	}
 	run.followed++
 	run.request = l.request
-	s.maxRun = max(s.maxRun, run.followed)
+	if run.followed > s.maxRun {
+		s.maxRun = run.followed
+		return true
+	}
+	return false
 }
 
 func dedupe(ids []string) []string {

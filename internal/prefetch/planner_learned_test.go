@@ -88,12 +88,15 @@ func TestLearnedHorizonDecidesUnfollowed(t *testing.T) {
 	assert.Less(t, c[1], 0.5, "the second friend was never read")
 }
 
-// A shared child offered by a second list keeps its first offer.
+// A shared child offered by a second list keeps its first offer; the second
+// list, not started, is returned as a peer whose list became likelier.
 func TestLearnedReofferKeepsFirst(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
 	l.Read([]*graph.Object{user("a", 1, "s")})
 	l.Read([]*graph.Object{user("b", 1, "s")})
-	assert.Equal(t, []string{"a"}, l.Read([]*graph.Object{{ID: "s0", Type: "User"}}))
+	assert.Equal(t, []string{"a", "b"}, l.Read([]*graph.Object{{ID: "s0", Type: "User"}}))
+	assert.NotNil(t, l.lists[listKey{"a", "friends"}], "a's list was read")
+	assert.Nil(t, l.lists[listKey{"b", "friends"}], "b's was not")
 }
 
 func TestAdaptiveEngineWalk(t *testing.T) {
@@ -164,4 +167,74 @@ func TestSpeculationNeverRefetchesHeld(t *testing.T) {
 	for id, n := range asked {
 		assert.Equal(t, 1, n, "%s fetched %d times", id, n)
 	}
+}
+
+// A user read directly who sits far down the friend list of a user read
+// before (a profile view of the 57th friend) is not a follow of that list:
+// lists are read in order, so it is a direct request, at depth 0, and the
+// list's 57th position was not followed.
+func TestLearnedFarDownAListIsNotAFollow(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	l.Read([]*graph.Object{user("u", 100, "f")})
+	for i := range 3 {
+		l.Read([]*graph.Object{user(fmt.Sprint("f", i), 2, fmt.Sprint("f", i, "x"))})
+	}
+	assert.Empty(t, l.Read([]*graph.Object{user("f57", 2, "g")}), "no list was read from")
+	assert.Zero(t, l.Depth("f57"))
+	assert.Equal(t, 3, l.lists[listKey{"u", "friends"}].followed)
+	s := l.stats[edgeKey{0, "User", "friends"}]
+	assert.Equal(t, 1.0, s.offered[bucket(57)]-s.followed[bucket(57)], "position 57 counted as not followed")
+}
+
+// A user read right after a friend of the user before it, and the first new
+// friend in that friend's list, looks like a follow of the list; when the
+// next read is the user's own first friend, it started a walk of its own
+// (a profile view): the follow is undone, the user was read at depth 0, and
+// friends' friends are as unknown as before.
+func TestLearnedWalkFromAFirstReadMakesItDirect(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	l.Read([]*graph.Object{user("u", 3, "f")})
+	l.Read([]*graph.Object{user("f0", 2, "v")}) // f0's first friend is v0
+	l.Read([]*graph.Object{user("f1", 2, "w")})
+	l.Read([]*graph.Object{user("v0", 2, "v0f")}) // a view of v0
+	assert.Equal(t, 2, l.Depth("v0"), "at first, a follow of f0's list")
+	l.Read([]*graph.Object{user("v0f0", 1, "z")}) // v0's first friend
+	assert.Zero(t, l.Depth("v0"), "a direct request")
+	assert.Equal(t, 1, l.Depth("v0f0"))
+	assert.Nil(t, l.lists[listKey{"f0", "friends"}], "f0's list was not read")
+	assert.Zero(t, l.stats[edgeKey{1, "User", "friends"}].allFollowed, "no friend's friend was followed")
+	assert.NotNil(t, l.lists[listKey{"v0", "friends"}], "v0's list was")
+	assert.Less(t, l.Chances(user("x", 2, "xf"), 1, nil)[0], 0.5, "a friend's friends are not fetched")
+}
+
+// Reading from a list of an object closes the lists not started of the
+// objects read before it at its depth or deeper: a feed that read its
+// friends' posts and went on to the next user has shown that friends'
+// friends are not read, long before the horizon would say so.
+func TestLearnedClosesListsPassedBy(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	feed := func(u string) {
+		root := &graph.Object{ID: u, Type: "User"}
+		for i := range 2 {
+			root.Refs = append(root.Refs, graph.Ref{Field: "friends", ID: fmt.Sprint(u, "f", i)})
+		}
+		l.Read([]*graph.Object{root})
+		for i := range 2 {
+			f := user(fmt.Sprint(u, "f", i), 3, fmt.Sprint(u, "f", i, "f"))
+			f.Refs = append(f.Refs, graph.Ref{Field: "posts", ID: fmt.Sprint(u, "f", i, "p")})
+			l.Read([]*graph.Object{f})
+		}
+		for i := range 2 {
+			l.Read([]*graph.Object{{ID: fmt.Sprint(u, "f", i, "p"), Type: "Post"}})
+		}
+	}
+	feed("a")
+	feed("b")
+	s := l.stats[edgeKey{1, "User", "friends"}]
+	require.NotNil(t, s, "a's friends' friend lists were decided")
+	assert.Zero(t, s.allFollowed)
+	// a's two friends' lists and b's first friend's, passed by when the feed
+	// read its second friend's post: 3 refs each.
+	assert.Equal(t, 9.0, s.allOffered)
+	assert.Less(t, l.Chances(user("x", 3, "xf"), 1, nil)[0], l.cfg.Prior, "below the prior now")
 }

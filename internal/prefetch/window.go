@@ -32,26 +32,47 @@ type Window struct {
 	acked    int           // speculative calls answered since limit last moved; guarded by mu
 	holdoff  int           // round trips to observe before the next cut; guarded by mu
 	wake     chan struct{} // closed and replaced when a slot frees or limit grows; guarded by mu
-	// base is, per size class of demand round trip (see sizeClass), what
-	// one costs when speculation is not in its way: an average that falls
-	// as fast as recent but rises slowly. recent is a fast moving average of
-	// demand round trips as a multiple of their class's base.
-	base   [sizeClasses]time.Duration
+	// base is, per size class of demand round trip (see sizeClass), their
+	// long-run mean: what demand costs on this machine and origin. recent is
+	// a fast moving average of demand round trips as a multiple of their
+	// class's base. Both are means, so that noise that leaves the mean
+	// where it was (a loaded machine's spread) does not read as a rise.
+	base   [sizeClasses]mean
 	recent float64
 }
 
 // The window's constants. A cut needs recent demand round trips at
 // riseFactor times their baseline; after a cut, the round trips already
 // under way (and the averages' memory of them) must pass before another:
-// holdoffRoundTrips, about what recent forgets in that many samples.
+// holdoffRoundTrips, about what recent forgets in that many samples. A
+// class's baseline is the mean of its first warmSamples round trips, which
+// it judges none of, then a moving average that takes baseSamples to
+// follow a lasting change.
 const (
 	riseFactor        = 2
 	recentWeight      = 1.0 / 8
-	baseRiseWeight    = 1.0 / 1024
 	answeredWeight    = 1.0 / 64
+	baseSamples       = 1024
+	warmSamples       = 16
 	holdoffRoundTrips = 16
 	sizeClasses       = 17
 )
+
+// mean is a baseline: the mean of the first warmSamples values, then a
+// moving average of weight 1/baseSamples.
+type mean struct {
+	v float64
+	n int
+}
+
+func (m *mean) add(x float64) {
+	if m.n < warmSamples {
+		m.n++
+		m.v += (x - m.v) / float64(m.n)
+		return
+	}
+	m.v += (x - m.v) / baseSamples
+}
 
 // sizeClass groups round trips by ids asked for, in powers of two: a batch
 // of 256 costs more than a batch of 1 at any load, and only round trips of
@@ -102,16 +123,10 @@ func (w *Window) demand(ids int, elapsed time.Duration) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	base := &w.base[sizeClass(ids)]
-	if *base <= 0 {
-		*base = max(elapsed, 1)
-		return
+	if base.n >= warmSamples {
+		w.recent += (float64(elapsed)/base.v - w.recent) * recentWeight
 	}
-	w.recent += (float64(elapsed)/float64(*base) - w.recent) * recentWeight
-	weight := baseRiseWeight
-	if elapsed < *base {
-		weight = recentWeight
-	}
-	*base = max(*base+time.Duration(float64(elapsed-*base)*weight), 1)
+	base.add(float64(max(elapsed, 1)))
 	if w.recent > riseFactor {
 		w.cut()
 	} else if w.holdoff > 0 {

@@ -41,6 +41,8 @@ type rig struct {
 	m          *metrics.Set
 	reg        *prometheus.Registry // m's and the gRPC server metrics
 	originGRPC *grpc.Server
+	origin     lookaheadv1.OriginServiceClient // the origin, bypassing the sidecar
+	cache      *cache.Cache
 }
 
 type rigOptions struct {
@@ -51,7 +53,7 @@ type rigOptions struct {
 	near    near.Config
 }
 
-func serve(t *testing.T, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, *grpc.ClientConn) {
+func serve(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, *grpc.ClientConn) {
 	t.Helper()
 	gs, dial := serveDialer(t, register, opts...)
 	return gs, dial()
@@ -59,7 +61,7 @@ func serve(t *testing.T, register func(*grpc.Server), opts ...grpc.ServerOption)
 
 // serveDialer serves register's services on an in-memory listener and
 // returns a function that opens another client connection to them.
-func serveDialer(t *testing.T, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, func(...grpc.DialOption) *grpc.ClientConn) {
+func serveDialer(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, func(...grpc.DialOption) *grpc.ClientConn) {
 	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer(opts...)
@@ -76,7 +78,7 @@ func serveDialer(t *testing.T, register func(*grpc.Server), opts ...grpc.ServerO
 	}
 }
 
-func newRig(t *testing.T, objs []*graph.Object, o rigOptions) *rig {
+func newRig(t testing.TB, objs []*graph.Object, o rigOptions) *rig {
 	t.Helper()
 	st, err := store.Open(filepath.Join(t.TempDir(), "origin.db"), store.Config{NoSync: true})
 	require.NoError(t, err)
@@ -115,10 +117,11 @@ func newRig(t *testing.T, objs []*graph.Object, o rigOptions) *rig {
 	gm := metrics.NewGRPCServer(reg)
 	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(gm)...)
 	t.Cleanup(func() { e.Close(); c.Close() })
-	return &rig{client: lookaheadv1.NewSidecarServiceClient(scc), hub: hub, m: m, reg: reg, originGRPC: ogs}
+	return &rig{client: lookaheadv1.NewSidecarServiceClient(scc), hub: hub, m: m, reg: reg, originGRPC: ogs,
+		origin: lookaheadv1.NewOriginServiceClient(occ), cache: c}
 }
 
-func taskTree(t *testing.T, roots, fanout, levels int) []*graph.Object {
+func taskTree(t testing.TB, roots, fanout, levels int) []*graph.Object {
 	t.Helper()
 	var objs []*graph.Object
 	require.NoError(t, graph.TaskTrees{Roots: roots, Fanout: fanout, Levels: levels, PayloadBytes: 8}.Generate(func(o *graph.Object) error {

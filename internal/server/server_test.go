@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -234,4 +236,67 @@ func TestGetGraphFloodIsRefused(t *testing.T) {
 	cancel()
 	_, err = first.Recv()
 	assert.Equal(t, codes.Canceled, status.Code(err))
+}
+
+// TestGetGraphObjectsAsTheOriginHasThem: a cold GetGraph sends the objects
+// as the origin encoded them, and an object cached by another path (a
+// BatchGet, decoded and held without its encoding) encoded again: either
+// way each arrives equal to the origin's, with its status and level.
+func TestGetGraphObjectsAsTheOriginHasThem(t *testing.T) {
+	objs := taskTree(t, 2, 3, 3) // 2 trees of 13 objects
+	r := newRig(t, objs, rigOptions{engine: modeOff})
+	ctx := context.Background()
+	ids := make([]string, len(objs))
+	for i, o := range objs {
+		ids[i] = o.ID
+	}
+	stored, err := r.origin.BatchGet(ctx, &lookaheadv1.OriginServiceBatchGetRequest{Ids: ids})
+	require.NoError(t, err)
+	want := map[string]*lookaheadv1.Object{}
+	for _, o := range stored.GetObjects() {
+		want[o.GetId()] = o
+	}
+	check := func(req *lookaheadv1.GetGraphRequest, status lookaheadv1.CacheStatus) int {
+		s, err := r.client.GetGraph(ctx, req)
+		require.NoError(t, err)
+		got := 0
+		for {
+			resp, err := s.Recv()
+			if errors.Is(err, io.EOF) {
+				return got
+			}
+			require.NoError(t, err)
+			for _, res := range resp.GetResults() {
+				id := res.GetObject().GetId()
+				assert.True(t, proto.Equal(want[id], res.GetObject()), "%s: got %v, want %v", id, res.GetObject(), want[id])
+				assert.Equal(t, status, res.GetStatus(), id)
+				assert.Equal(t, taskLevel(t, id), res.GetLevel(), id)
+				got++
+			}
+		}
+	}
+	assert.Equal(t, 13, check(&lookaheadv1.GetGraphRequest{Roots: []string{"task-0"}}, lookaheadv1.CacheStatus_CACHE_STATUS_MISS))
+
+	_, err = r.client.BatchGet(ctx, &lookaheadv1.BatchGetRequest{Ids: []string{"task-1"}})
+	require.NoError(t, err)
+	assert.Equal(t, 1, check(&lookaheadv1.GetGraphRequest{Roots: []string{"task-1"}, Depth: u32(0)}, lookaheadv1.CacheStatus_CACHE_STATUS_HIT))
+}
+
+// taskLevel is the level of a task of a tree of fan-out 3: task-0.k are
+// numbered breadth-first.
+func taskLevel(t *testing.T, id string) uint32 {
+	t.Helper()
+	k := 0
+	if _, after, ok := strings.Cut(id, "."); ok {
+		var err error
+		k, err = strconv.Atoi(after)
+		require.NoError(t, err)
+	}
+	switch {
+	case k == 0:
+		return 0
+	case k <= 3:
+		return 1
+	}
+	return 2
 }

@@ -82,11 +82,10 @@ func (s *Server) sendLevel(stream lookaheadv1.SidecarService_GetGraphServer, rs 
 		if err != nil {
 			return err
 		}
-		msg := &lookaheadv1.GetGraphResponse{Results: make([]*lookaheadv1.Result, n)}
-		for i, r := range rs[:n] {
-			msg.Results[i] = result(r)
+		msg, err := graphMessage(rs[:n])
+		if err == nil {
+			err = stream.Send(msg)
 		}
-		err = stream.Send(msg)
 		release()
 		if err != nil {
 			return err

@@ -110,6 +110,7 @@ func stageBatch(tx *bolt.Tx, batch []*graph.Object) error {
 			return err
 		}
 		stored := *o
+		stored.Wire = nil // a new version: its encoding is another
 		if stored.Version == 0 {
 			stored.Version = 1
 		}

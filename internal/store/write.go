@@ -30,6 +30,7 @@ func (s *Store) Put(o *graph.Object, expected *uint64) (version, revision uint64
 			return Mismatch(v.live, *expected)
 		}
 		stored := *o
+		stored.Wire = nil // a new version: its encoding is another
 		stored.Version = v.last + 1
 		if err := writeObject(tx, &stored, v); err != nil {
 			return err

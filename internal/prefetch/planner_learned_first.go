@@ -1,0 +1,69 @@
+package prefetch
+
+import "slices"
+
+// firstRead is the read of a list's first ref, counted as a follow until
+// the next read says otherwise: a reader that goes on with the children of
+// the object it just read, rather than with the list, started a walk there.
+// A profile view of a user who is the first new friend in the list of a
+// friend read in the view before looks like a follow of that list, one level
+// down; reading the user's posts right after it shows it was not.
+type firstRead struct {
+	child string
+	of    offer
+	stats *fieldStats // of.key's statistics before the follow; nil: none
+}
+
+// readFirstLocked records that child was read as the first ref of of's
+// list, before the follow is counted.
+func (l *Learned) readFirstLocked(child string, of offer) {
+	f := &firstRead{child: child, of: of}
+	if s := l.stats[of.key]; s != nil {
+		copied := *s
+		f.stats = &copied
+	}
+	l.first = f
+}
+
+// checkFirstLocked is told how each read was claimed (claimed reports
+// whether it follows a list, of which): if it follows the list of the object
+// a first read just read, that read was a direct request after all, and
+// revertFirstLocked undoes its follow; of moves to depth 0 with it.
+func (l *Learned) checkFirstLocked(of *offer, claimed bool) {
+	f := l.first
+	l.first = nil
+	if f != nil && claimed && of.parent == f.child {
+		l.revertFirstLocked(f)
+		of.key.depth = 0
+	}
+}
+
+// revertFirstLocked makes f's read a direct request: the follow is
+// uncounted (its field's statistics restored, the list not started) and
+// counted as not followed instead, and the child and what it offered move
+// to depth 0.
+func (l *Learned) revertFirstLocked(f *firstRead) {
+	if f.stats != nil {
+		*l.stats[f.of.key] = *f.stats
+	} else {
+		delete(l.stats, f.of.key)
+	}
+	delete(l.lists, listKey{f.of.parent, f.of.key.field})
+	l.decideLocked(f.of, false)
+	l.depth[f.child] = 0
+	for _, o := range l.open {
+		switch o.id {
+		case f.of.parent:
+			o.started = slices.DeleteFunc(o.started, func(s string) bool { return s == f.of.key.field })
+		case f.child:
+			o.depth = 0
+			for _, id := range o.children {
+				for i := range l.pending[id] {
+					if of := &l.pending[id][i]; of.parent == f.child {
+						of.key.depth = 0
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,165 @@
+package prefetch
+
+import "slices"
+
+// openList is an object read whose lists the application has not all been
+// seen to follow yet.
+type openList struct {
+	id       string
+	depth    int      // below a direct request
+	seq      int      // request that read it
+	children []string // the ids it offered
+	started  []string // the fields of its lists followed
+}
+
+// maxRank is how far down a list, past what was followed from it (counting
+// only refs neither read nor offered before), a read is still a follow of
+// the list. A reader reads lists in order, skipping what it read already;
+// an object read far down the list of an object read earlier was asked for
+// by other means. A profile view of a user who is the 57th friend of a user
+// viewed before is not a sign that friend lists are read to the 57th, nor
+// is the user read one level below a direct request.
+func maxRank(followed int) int { return 2*followed + 1 }
+
+// inOrderLocked reports whether the read of of's child follows of's list:
+// a reader reads a list in order, skipping what it read before, so the
+// first read from a list is its first ref not read before.
+func (l *Learned) inOrderLocked(of offer) bool {
+	run := l.lists[listKey{of.parent, of.key.field}]
+	if run == nil {
+		return of.rank == 0
+	}
+	return of.rank <= maxRank(run.followed)
+}
+
+// maxOffers bounds the lists remembered as offering one child (a shared
+// product, a friend of many friends).
+const maxOffers = 4
+
+// claimLocked takes the offers of id, which is being read, and returns the
+// first of them whose list the read follows, if any. The others are
+// dropped: a reader that reads each object once passes it by in them.
+// An offer whose list the read does not follow counts as not followed.
+func (l *Learned) claimLocked(id string) (offer, bool) {
+	offers := l.pending[id]
+	delete(l.pending, id)
+	for _, of := range offers {
+		if l.inOrderLocked(of) {
+			return of, true
+		}
+	}
+	for _, of := range offers {
+		l.decideLocked(of, false) // read, but not from that list
+	}
+	return offer{}, false
+}
+
+// dropOfferLocked removes and returns the first offer of id that match
+// selects.
+func (l *Learned) dropOfferLocked(id string, match func(offer) bool) (offer, bool) {
+	offers := l.pending[id]
+	i := slices.IndexFunc(offers, match)
+	if i < 0 {
+		return offer{}, false
+	}
+	of := offers[i]
+	if offers = slices.Delete(offers, i, i+1); len(offers) == 0 {
+		delete(l.pending, id)
+	} else {
+		l.pending[id] = offers
+	}
+	return of, true
+}
+
+// followLocked counts a follow of of, closes the lists the application has
+// passed by, and returns the objects whose lists became likelier: of's
+// parent, and, when the follow read a list of its field further than ever,
+// the peers waiting for it.
+func (l *Learned) followLocked(of offer) []string {
+	longer := l.decideLocked(of, true)
+	l.closeLocked(of)
+	out := []string{of.parent}
+	if longer {
+		out = l.peersLocked(of, out)
+	}
+	return out
+}
+
+// closeLocked decides, when the application reads from a list of an object
+// read at request seq and depth d, that the lists it has not started of the
+// objects read before at depth d or deeper are not followed: a reader going
+// level by level has left them behind. Without it they would wait the whole
+// horizon to count, and a feed that never reads its friends' friends would
+// look, for that long, like one that might.
+func (l *Learned) closeLocked(of offer) {
+	kept := l.open[:0]
+	for _, o := range l.open {
+		switch {
+		case o.id == of.parent:
+			if !slices.Contains(o.started, of.key.field) {
+				o.started = append(o.started, of.key.field)
+			}
+			kept = append(kept, o)
+		case o.seq < of.seq && o.depth >= of.key.depth:
+			l.closeListsLocked(o)
+		default:
+			kept = append(kept, o)
+		}
+	}
+	clear(l.open[len(kept):])
+	l.open = kept
+}
+
+// closeListsLocked decides the offers of o's lists that no follow started
+// as not followed.
+func (l *Learned) closeListsLocked(o *openList) {
+	for _, id := range o.children {
+		// Not a list the application reads: there later refs may still come.
+		if of, ok := l.dropOfferLocked(id, func(of offer) bool {
+			return of.parent == o.id && l.lists[listKey{o.id, of.key.field}] == nil
+		}); ok {
+			l.decideLocked(of, false)
+		}
+	}
+}
+
+// maxPeers bounds the objects one follow makes likelier.
+const maxPeers = 64
+
+// peersLocked appends to out the objects read recently, no deeper than of's
+// parent, none of whose lists has been followed yet: a level read object by
+// object (the friends of a feed, the other trees of a query) is followed
+// below one object after another, so that what was just learned from the
+// first applies to the others before the application gets to them.
+func (l *Learned) peersLocked(of offer, out []string) []string {
+	n := 0
+	for i := len(l.open) - 1; i >= 0 && n < maxPeers; i-- {
+		if o := l.open[i]; len(o.started) == 0 && o.depth <= of.key.depth {
+			out = append(out, o.id)
+			n++
+		}
+	}
+	return out
+}
+
+// treeLikeLocked returns, for a key nothing is known about yet, the
+// statistics of the deepest level of its type and field that is: when that
+// level and the one above it were read as a tree's are, every list to its
+// end and none pointing back at an object read before, the levels below are
+// expected to be read the same way. Nil otherwise: a feed reads the first
+// friends of a user, not the friends' friends, and friends of friends point
+// back at the user.
+func (l *Learned) treeLikeLocked(k edgeKey) *fieldStats {
+	for d := k.depth - 1; d >= 1; d-- {
+		s := l.stats[edgeKey{d, k.typ, k.field}]
+		if s == nil {
+			continue
+		}
+		up := l.stats[edgeKey{d - 1, k.typ, k.field}]
+		if up == nil || !s.ended || !up.ended || s.cyclic || up.cyclic {
+			return nil
+		}
+		return s
+	}
+	return nil
+}
