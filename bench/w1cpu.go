@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 )
 
 // procCPU is the CPU time process pid has used: the sum, over its threads,
@@ -76,9 +77,11 @@ func (w *w1) expand(ctx context.Context, p *originPeer, roots []string, s *w1Sam
 		if len(m.GetMissingIds()) > 0 {
 			return fmt.Errorf("Expand: missing %v", m.GetMissingIds())
 		}
+		p.objects += len(m.GetObjects())
 		for _, o := range m.GetObjects() {
 			s.Objects++
 			s.Wire += int64(proto.Size(o))
+			p.bytes += graphpb.FromProto(o).Size()
 		}
 	}
 	s.Walk += time.Since(start)
