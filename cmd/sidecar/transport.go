@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"math"
 	"time"
 
 	"google.golang.org/grpc"
@@ -14,13 +15,22 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
 )
 
+// defaultMaxStreams is --max-concurrent-streams' default. Without a limit,
+// one connection's thousands of concurrent misses are as many runnable
+// handlers that keep the cores busy, and a hit on another connection waits
+// for one (BenchmarkHitDuringFlood in internal/server, BENCHMARKS.md); 256
+// requests in progress still keep a connection's misses flowing through
+// every demand batch.
+const defaultMaxStreams = 256
+
 // transportOptions are the settings of the origin connection (retries,
 // breaker, reply and message limits, TLS) and of the sidecar's listener
-// (message limit, TLS).
+// (message and stream limits, TLS).
 type transportOptions struct {
 	client          origin.Config
 	maxObjectBytes  int64
 	maxMessageBytes int64
+	maxStreams      int // per client connection; 0 = no limit
 	serverFiles     tlsconfig.Server
 	originFiles     tlsconfig.Client
 
@@ -37,6 +47,7 @@ func (t *transportOptions) register(fs *flag.FlagSet) {
 	t.maxMessageBytes = origin.DefaultMaxMessageBytes
 	fs.Var((*byteSize)(&t.maxObjectBytes), "max-object-bytes", "largest object accepted from the origin (id, type, refs and payload); a reply carrying a larger one is refused and counted in lookahead_origin_malformed_total")
 	fs.Var((*byteSize)(&t.maxMessageBytes), "max-message-bytes", "largest gRPC message received or sent, by the sidecar's server and on the origin connection; a larger one fails RESOURCE_EXHAUSTED")
+	fs.IntVar(&t.maxStreams, "max-concurrent-streams", defaultMaxStreams, "requests (calls and streams) one client connection may have in progress at once (HTTP/2 MAX_CONCURRENT_STREAMS); more wait in that client, so that one application's flood of misses cannot take the cores other connections' hits need; 0 = no limit")
 	fs.StringVar(&t.serverFiles.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM); needs --tls-key; empty = plaintext")
 	fs.StringVar(&t.serverFiles.KeyFile, "tls-key", "", "private key (PEM) of --tls-cert")
 	fs.StringVar(&t.serverFiles.ClientCAFile, "tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS; needs --tls-cert")
@@ -73,6 +84,9 @@ func (t *transportOptions) finish() error {
 	}
 	if t.client.BreakerCooldown <= 0 {
 		errs = append(errs, fmt.Errorf("-origin-breaker-cooldown %v: must be positive", t.client.BreakerCooldown))
+	}
+	if t.maxStreams < 0 || t.maxStreams > math.MaxUint32 {
+		errs = append(errs, fmt.Errorf("-max-concurrent-streams %d: must be between 0 (no limit) and %d", t.maxStreams, uint32(math.MaxUint32)))
 	}
 	if t.maxObjectBytes < 1 {
 		errs = append(errs, fmt.Errorf("-max-object-bytes %d: must be positive", t.maxObjectBytes))
@@ -122,9 +136,11 @@ func (t *transportOptions) dial(target string) (*grpc.ClientConn, error) {
 	return origin.Dial(target, origin.DialConfig{TLS: t.originTLS, MaxMessageBytes: int(t.maxMessageBytes), ReconnectMax: time.Second, Options: t.dialOptions})
 }
 
-// serverOptions are the gRPC server's message limits and credentials.
+// serverOptions are the gRPC server's message and stream limits and
+// credentials.
 func (t *transportOptions) serverOptions() []grpc.ServerOption {
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(t.maxMessageBytes)), grpc.MaxSendMsgSize(int(t.maxMessageBytes))}
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(t.maxMessageBytes)), grpc.MaxSendMsgSize(int(t.maxMessageBytes)),
+		grpc.MaxConcurrentStreams(uint32(t.maxStreams))} // 0 is gRPC's own "no limit"
 	if t.serverTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(t.serverTLS)))
 	}
