@@ -42,6 +42,13 @@ const floodClients = 10000
 // TCP, as applications would. It reports the hit's p50 and p99. Run it
 // with a fixed count, e.g. -benchtime 2000x: the flood is set up once per
 // run.
+//
+// The hits have a client connection of their own and the flood another
+// (one connection shared by all its callers), as two applications would;
+// each kind runs with the servers' per-connection stream limit at
+// streams=N (grpc.MaxConcurrentStreams, --max-concurrent-streams), where
+// the flood's streams beyond N wait in its own client, and at
+// streams=unlimited, gRPC's default.
 func BenchmarkHitDuringFlood(b *testing.B) {
 	for _, fl := range []struct {
 		name             string
@@ -51,43 +58,62 @@ func BenchmarkHitDuringFlood(b *testing.B) {
 		{"none", 0, 0, false}, {"gets", floodClients, 0, false},
 		{"gets+walks", floodClients * 9 / 10, floodClients / 10, false}, {"gets-apart", floodClients, 0, true},
 	} {
-		b.Run("flood="+fl.name, func(b *testing.B) {
-			o := origintest.New(&graph.Object{ID: "hit", Version: 1, Payload: make([]byte, 1024)})
-			o.Misbehave(origintest.Misbehaviour{Delay: 50 * time.Millisecond, Generate: origintest.Endless(2)})
-			r := newHostileRigWith(b, o, origin.Config{}, Config{})
-			hits := lookaheadv1.NewSidecarServiceClient(r.dial())
-			ctx := context.Background()
-			_, err := hits.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"})
-			if err != nil {
-				b.Fatal(err)
-			}
-			var stop func()
-			if fl.apart {
-				stop = floodApart(b, r, fl.getters)
-			} else {
-				stop = flood(r.client, fl.getters, fl.walkers)
-			}
-			defer stop()
-			missed := testutil.ToFloat64(r.m.Misses)
-			lat := make([]time.Duration, 0, b.N)
-			sched := schedLatencies()
-			b.ResetTimer()
-			for range b.N {
-				start := time.Now()
-				resp, err := hits.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"})
-				if err != nil || resp.GetStatus() != lookaheadv1.CacheStatus_CACHE_STATUS_HIT {
-					b.Fatalf("not a main-tier hit: %v, %v", resp.GetStatus(), err)
-				}
-				lat = append(lat, time.Since(start))
-			}
-			b.StopTimer()
-			b.ReportMetric(sched.p99since()*1e6, "sched-p99-µs")
-			slices.Sort(lat)
-			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
-			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-			b.ReportMetric((testutil.ToFloat64(r.m.Misses)-missed)/b.Elapsed().Seconds(), "misses/s")
-		})
+		for _, streams := range floodStreamLimits {
+			b.Run(fmt.Sprintf("flood=%s/streams=%s", fl.name, streamLimitName(streams)), func(b *testing.B) {
+				benchmarkHitDuringFlood(b, fl.getters, fl.walkers, fl.apart, streams)
+			})
+		}
 	}
+}
+
+// floodStreamLimits are the per-connection stream limits
+// BenchmarkHitDuringFlood compares; 0 is none.
+var floodStreamLimits = []uint32{0, 16, 64, 256, 1024}
+
+func streamLimitName(n uint32) string {
+	if n == 0 {
+		return "unlimited"
+	}
+	return strconv.FormatUint(uint64(n), 10)
+}
+
+// benchmarkHitDuringFlood is one row of BenchmarkHitDuringFlood.
+func benchmarkHitDuringFlood(b *testing.B, getters, walkers int, apart bool, streams uint32) {
+	o := origintest.New(&graph.Object{ID: "hit", Version: 1, Payload: make([]byte, 1024)})
+	o.Misbehave(origintest.Misbehaviour{Delay: 50 * time.Millisecond, Generate: origintest.Endless(2)})
+	limit := grpc.MaxConcurrentStreams(streams)
+	r := newHostileRigWith(b, o, origin.Config{}, Config{}, limit)
+	hits := lookaheadv1.NewSidecarServiceClient(r.dial())
+	ctx := context.Background()
+	_, err := hits.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	var stop func()
+	if apart {
+		stop = floodApart(b, r, getters, limit)
+	} else {
+		stop = flood(r.client, getters, walkers)
+	}
+	defer stop()
+	missed := testutil.ToFloat64(r.m.Misses)
+	lat := make([]time.Duration, 0, b.N)
+	sched := schedLatencies()
+	b.ResetTimer()
+	for range b.N {
+		start := time.Now()
+		resp, err := hits.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"})
+		if err != nil || resp.GetStatus() != lookaheadv1.CacheStatus_CACHE_STATUS_HIT {
+			b.Fatalf("not a main-tier hit: %v, %v", resp.GetStatus(), err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	b.StopTimer()
+	b.ReportMetric(sched.p99since()*1e6, "sched-p99-µs")
+	slices.Sort(lat)
+	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+	b.ReportMetric((testutil.ToFloat64(r.m.Misses)-missed)/b.Elapsed().Seconds(), "misses/s")
 }
 
 // schedSample is the runtime's histogram of the time goroutines spent
@@ -151,13 +177,13 @@ func flood(c lookaheadv1.SidecarServiceClient, getters, walkers int) (stop func(
 // floodApart.
 const floodEnv = "LOOKAHEAD_FLOOD"
 
-// floodApart serves r's sidecar on TCP too and floods it with getters
+// floodApart serves r's sidecar on TCP too, with opts, and floods it with getters
 // callers from another process (this binary under floodEnv), until stop.
-func floodApart(b *testing.B, r *hostileRig, getters int) (stop func()) {
+func floodApart(b *testing.B, r *hostileRig, getters int, opts ...grpc.ServerOption) (stop func()) {
 	b.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(opts...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, r.svc)
 	go func() { _ = gs.Serve(lis) }()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
@@ -167,8 +193,9 @@ func floodApart(b *testing.B, r *hostileRig, getters int) (stop func()) {
 	require.NoError(b, err)
 	require.NoError(b, cmd.Start())
 	missed := testutil.ToFloat64(r.m.Misses)
-	require.Eventually(b, func() bool { return testutil.ToFloat64(r.m.Misses) > missed+float64(getters) },
+	require.Eventually(b, func() bool { return testutil.ToFloat64(r.m.Misses) > missed+1000 },
 		time.Minute, 10*time.Millisecond, "the flood under way")
+	time.Sleep(time.Second) // all its callers started, as in flood
 	return func() {
 		_ = in.Close()
 		assert.NoError(b, cmd.Wait())

@@ -45,9 +45,9 @@ func newHostileRig(t *testing.T, o *origintest.Origin, cfg origin.Config) *hosti
 	return newHostileRigWith(t, o, cfg, Config{})
 }
 
-// newHostileRigWith is newHostileRig with the server's limits scfg; its
-// sidecar serves Subscribe.
-func newHostileRigWith(t testing.TB, o *origintest.Origin, cfg origin.Config, scfg Config) *hostileRig {
+// newHostileRigWith is newHostileRig with the server's limits scfg and
+// gRPC server options opts; its sidecar serves Subscribe.
+func newHostileRigWith(t testing.TB, o *origintest.Origin, cfg origin.Config, scfg Config, opts ...grpc.ServerOption) *hostileRig {
 	t.Helper()
 	m := metrics.New(prometheus.NewRegistry())
 	c, err := cache.New(cache.Config{}, wire.Cache(m))
@@ -66,7 +66,7 @@ func newHostileRigWith(t testing.TB, o *origintest.Origin, cfg origin.Config, sc
 	svc.EnableNear(hub)
 	codec := NewRequestCodec()
 	_, dial := serveDialer(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) },
-		append(Interceptors(metrics.NewGRPCServer(reg)), codec.ServerOptions()...)...)
+		append(append(Interceptors(metrics.NewGRPCServer(reg)), codec.ServerOptions()...), opts...)...)
 	t.Cleanup(func() { e.Close(); c.Close() })
 	scc := dial()
 	return &hostileRig{client: lookaheadv1.NewSidecarServiceClient(scc), cc: scc, origin: o, oc: oc, m: m, reg: reg,
