@@ -108,6 +108,26 @@ func prefetchUsed(t *testing.T) float64 {
 	return m.Sum("lookahead_prefetch_used_total")
 }
 
+func TestNearCacheDropsWhatReachesTheSidecarsTTL(t *testing.T) {
+	origin, err := startOrigin(filepath.Join(t.TempDir(), "o"))
+	require.NoError(t, err)
+	defer origin.Stop(10 * time.Second)
+	// No write is made: only the sidecar's expiry can invalidate the copy
+	// (the near cache's own max-age rule stops answering it, counting no
+	// invalidation).
+	sc, err := startSidecar(origin.GRPC, "--ttl", "2s", "--prefetch-mode", "off")
+	require.NoError(t, err)
+	defer sc.Stop(10 * time.Second)
+	c := dial(t, sc.GRPC, lookahead.WithNearCache(1<<20))
+	nearHit(t, c, "task-0")
+	require.Eventually(t, func() bool { return c.NearStats().Invalidations > 0 }, waitFor, tick,
+		"no write was made: the sidecar's expiry is what drops the copy")
+	assert.False(t, lookahead.Holds(c, "task-0"))
+	_, st, err := c.Get(context.Background(), "task-0", nil)
+	require.NoError(t, err)
+	assert.False(t, st.Near, "read through the sidecar again, which refetches")
+}
+
 func TestNearCacheIsEmptiedWhenTheStreamBreaks(t *testing.T) {
 	origin, err := startOrigin(filepath.Join(t.TempDir(), "o"))
 	require.NoError(t, err)

@@ -140,7 +140,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.
 func run(ctx context.Context, o *options, log *slog.Logger) error {
-	limit, source := setMemoryLimit(o.cache, o.transport.maxMessageBytes)
+	limit, source := setMemoryLimit(o.cache, o.transport.maxMessageBytes, o.server.StreamBytes)
 	log.Info("memory limit", "bytes", limit, "from", source)
 	reg := o.registry
 	if reg == nil {

@@ -8,24 +8,25 @@ import (
 )
 
 // memoryLimit is the Go runtime's soft memory limit for a sidecar with
-// these cache budgets and message limit: twice the tiers' budgets (an
-// object's Go memory is about twice the Size the tiers charge: W4 measured
-// a live heap of 1.7× the budget) plus four origin messages in flight.
+// these cache budgets, message limit and stream budget: twice the tiers'
+// budgets (an object's Go memory is about twice the Size the tiers charge:
+// W4 measured a live heap of 1.7× the budget) plus four origin messages in
+// flight plus what GetGraph streams may hold for slow clients.
 // Near it the garbage collector runs more often and returns freed memory
 // to the system, so a burst of large replies does not leave the process at
 // its peak for good.
-func memoryLimit(c cache.Config, maxMessageBytes int64) int64 {
-	return 2*(c.MainBytes+c.PrefetchBytes) + 4*maxMessageBytes
+func memoryLimit(c cache.Config, maxMessageBytes, streamBytes int64) int64 {
+	return 2*(c.MainBytes+c.PrefetchBytes) + 4*maxMessageBytes + streamBytes
 }
 
 // setMemoryLimit applies memoryLimit unless the GOMEMLIMIT environment
 // variable has set one (the runtime read it at start); it returns the limit
 // in force and where it came from.
-func setMemoryLimit(c cache.Config, maxMessageBytes int64) (limit int64, source string) {
+func setMemoryLimit(c cache.Config, maxMessageBytes, streamBytes int64) (limit int64, source string) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return debug.SetMemoryLimit(-1), "GOMEMLIMIT"
 	}
-	limit = memoryLimit(c, maxMessageBytes)
+	limit = memoryLimit(c, maxMessageBytes, streamBytes)
 	debug.SetMemoryLimit(limit)
 	return limit, "cache budgets"
 }

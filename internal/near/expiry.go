@@ -15,8 +15,10 @@ type expiring struct {
 
 // expiries are the fetches of the last TTL, oldest first: with one TTL for
 // every object, the order they were fetched in is the order they expire in,
-// so a queue is enough. Each costs one entry until it expires; the id
-// string is the fetched object's own. Guarded by the hub's lock.
+// so a queue is enough. Each costs one entry (24 bytes; the id string is
+// the fetched object's own) until it expires, or until Config.MaxExpiries
+// newer ones push it out early: an early invalidation is only a lost near
+// hit, never a stale read. Guarded by the hub's lock.
 type expiries struct {
 	queue []expiring
 	head  int
@@ -38,6 +40,9 @@ func (h *Hub) fetched(objs []*graph.Object) {
 	}
 	for _, o := range objs {
 		h.exp.queue = append(h.exp.queue, expiring{at: at, id: o.ID})
+	}
+	for len(h.exp.queue)-h.exp.head > h.cfg.MaxExpiries {
+		h.expireHeadLocked()
 	}
 	if h.exp.timer == nil {
 		h.exp.timer = time.AfterFunc(h.cfg.MaxAge, h.expireDue)
@@ -65,22 +70,29 @@ func (h *Hub) expireDue() {
 // the same version is as good as ever.
 func (h *Hub) expireLocked(now int64) {
 	q := &h.exp
-	for ; q.head < len(q.queue) && q.queue[q.head].at <= now; q.head++ {
-		id := q.queue[q.head].id
-		q.queue[q.head] = expiring{}
-		for _, s := range h.subs {
-			if _, ok := s.held[id]; !ok {
-				continue
-			}
-			delete(s.held, id)
-			h.m.expired.WithLabelValues(s.label).Inc()
-			h.enqueueLocked(s, Event{Kind: KindInvalidation, ID: id})
-		}
+	for q.head < len(q.queue) && q.queue[q.head].at <= now {
+		h.expireHeadLocked()
 	}
 	if q.head > len(q.queue)/2 {
 		n := copy(q.queue, q.queue[q.head:])
 		clear(q.queue[n:])
 		q.queue, q.head = q.queue[:n], 0
+	}
+}
+
+// expireHeadLocked expires the oldest fetch of the queue.
+func (h *Hub) expireHeadLocked() {
+	q := &h.exp
+	id := q.queue[q.head].id
+	q.queue[q.head] = expiring{}
+	q.head++
+	for _, s := range h.subs {
+		if _, ok := s.held[id]; !ok {
+			continue
+		}
+		delete(s.held, id)
+		h.m.expired.WithLabelValues(s.label).Inc()
+		h.enqueueLocked(s, Event{Kind: KindInvalidation, ID: id})
 	}
 }
 

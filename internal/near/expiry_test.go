@@ -81,3 +81,17 @@ func TestNoExpiriesWithoutATTLOrAfterClose(t *testing.T) {
 	h.fetched([]*graph.Object{obj("x", 1)})
 	assert.Empty(t, h.exp.queue)
 }
+
+func TestPastMaxExpiriesTheOldestFetchExpiresEarly(t *testing.T) {
+	h := newHub(t, Config{MaxAge: time.Hour, MaxExpiries: 2})
+	defer h.Close()
+	s := h.Subscribe(0, "")
+	defer h.Unsubscribe(s)
+	h.Track(s.ID, []string{"a", "b", "c"})
+	h.fetched([]*graph.Object{obj("a", 1), obj("b", 1)})
+	assert.Empty(t, h.Take(s, 10))
+	h.fetched([]*graph.Object{obj("c", 1)})
+	assert.Equal(t, []string{"invalidation a v0"}, kinds(h.Take(s, 10)),
+		"the memory bound drops a's copy early rather than forget when it expires")
+	assert.Len(t, h.exp.queue[h.exp.head:], 2)
+}

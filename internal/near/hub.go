@@ -31,6 +31,9 @@ type Config struct {
 	Floors int
 	// Heartbeat is the longest a subscriber goes without an event; default 1s.
 	Heartbeat time.Duration
+	// MaxExpiries bounds the fetches remembered until their TTL ends; past
+	// it the oldest is expired early. Default 1048576 (24 MiB).
+	MaxExpiries int
 	// MaxAge is the sidecar's TTL, 0 = none: the TTL after each origin
 	// fetch, the subscribers holding the fetched id are told to drop it,
 	// and subscribers are told to keep no copy longer than it.
@@ -50,6 +53,9 @@ func (c *Config) setDefaults() {
 	if c.Heartbeat == 0 {
 		c.Heartbeat = time.Second
 	}
+	if c.MaxExpiries == 0 {
+		c.MaxExpiries = 1 << 20
+	}
 }
 
 func (c Config) validate() error {
@@ -57,7 +63,7 @@ func (c Config) validate() error {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"queue events", c.QueueEvents}, {"max held", c.MaxHeld}, {"floors", c.Floors}} {
+	}{{"queue events", c.QueueEvents}, {"max held", c.MaxHeld}, {"floors", c.Floors}, {"max expiries", c.MaxExpiries}} {
 		if v.n < 1 {
 			errs = append(errs, fmt.Errorf("near %s %d: must be at least 1", v.name, v.n))
 		}

@@ -155,6 +155,7 @@ func TestConfigIsValidated(t *testing.T) {
 		"queue":     {QueueEvents: -1},
 		"held":      {MaxHeld: -1},
 		"floors":    {Floors: -2},
+		"expiries":  {MaxExpiries: -1},
 		"heartbeat": {Heartbeat: -1},
 		"max age":   {MaxAge: -1},
 	} {

@@ -36,6 +36,7 @@ func (s *Scheduler) expandChances(j job) {
 		}
 	}
 	var buf []float64
+	idle := 0 // levels in a row with nothing to fetch
 	for d := 1; d <= depth && len(level) > 0 && s.ctx.Err() == nil; d++ {
 		var cands []candidate
 		var whole bool
@@ -62,6 +63,11 @@ func (s *Scheduler) expandChances(j job) {
 			}
 			fetch = append(fetch, c.id)
 		}
+		if idle = idle + 1; len(fetch) > 0 {
+			idle = 0
+		} else if idle == maxIdleLevels {
+			return
+		}
 		got, err := s.speculate(fetch)
 		if err != nil {
 			return // origin trouble or shutdown: speculation just stops
@@ -69,6 +75,13 @@ func (s *Scheduler) expandChances(j job) {
 		level, chance, depthOf = append(held, got...), next, nextDepth
 	}
 }
+
+// maxIdleLevels is how many levels in a row with nothing to fetch a job
+// walks through: what lies further below held objects is for the jobs of
+// the reads that reach them. Without it, every read below a query's trees
+// would walk all of them again once they are held (W1: 155 objects per
+// read, on the cores the application shares).
+const maxIdleLevels = 2
 
 // candidates returns the refs of level whose chance reaches threshold, and
 // whether every ref of the level does; buf is reused.
@@ -94,8 +107,11 @@ func (s *Scheduler) candidates(level []*graph.Object, chance map[string]float64,
 // expected whole too, one Expand brings them all in one round trip instead
 // of one BatchGet per level. It reports whether it did.
 func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, cands []candidate, left, budget int) bool {
-	if !s.fetcher.CanExpand() || left < 1 {
-		return false
+	if !s.fetcher.CanExpand() || left < 1 || !slices.ContainsFunc(cands, func(c candidate) bool {
+		_, known := s.fetcher.Peek(c.id)
+		return !known
+	}) {
+		return false // none to fetch: walk on through what is held
 	}
 	fields := map[string]bool{}
 	longest := 0
@@ -119,16 +135,10 @@ func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, c
 	// Every candidate is a root, held ones too (the Expand walks through
 	// them without fetching them again): below them the levels are as much
 	// wanted as below the others, and one round trip is cheaper than a job
-	// per level. None to fetch: walk on through what is held.
+	// per level.
 	roots := make([]string, 0, len(cands))
-	missing := false
 	for _, c := range cands {
-		_, known := s.fetcher.Peek(c.id)
-		missing = missing || !known
 		roots = append(roots, c.id)
-	}
-	if !missing {
-		return false
 	}
 	roots = dedupe(roots)
 	b := graph.Budget{Depth: deeper, MaxObjects: budget}

@@ -79,7 +79,7 @@ func (c *LearnedConfig) setDefaults() {
 type Learned struct {
 	cfg LearnedConfig
 
-	mu      sync.Mutex
+	mu      sync.RWMutex            // Chances and Depth, on the workers, only read
 	stats   map[edgeKey]*fieldStats // guarded by mu
 	pending map[string][]offer      // child id → the lists offering it, first first; guarded by mu
 	ring    []ringEntry             // offers in request order, for the horizon; guarded by mu
@@ -175,8 +175,8 @@ func (l *Learned) Limits() (depth, objects int) { return l.cfg.MaxDepth, l.cfg.M
 // Depth implements Chooser: how far below a direct request id was read
 // last; 0 when it was requested directly or is not remembered.
 func (l *Learned) Depth(id string) int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	return l.depth[id]
 }
 

@@ -11,8 +11,8 @@ import (
 // applications were seen to read from one list get 0.
 func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	out = out[:0]
-	l.mu.Lock()
-	defer l.mu.Unlock()
+	l.mu.RLock()
+	defer l.mu.RUnlock()
 	var lists []listChances // one per field: objects have few
 	for _, r := range o.Refs {
 		i := slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field })
@@ -35,7 +35,7 @@ type listChances struct {
 }
 
 // minAhead is the last position a list with a follow is fetched to.
-const minAhead = 3
+const minAhead = 4
 
 // priorWeight is how many observations the level above counts for.
 const priorWeight = 2

@@ -47,7 +47,7 @@ func newHostileRig(t *testing.T, o *origintest.Origin, cfg origin.Config) *hosti
 
 // newHostileRigWith is newHostileRig with the server's limits scfg; its
 // sidecar serves Subscribe.
-func newHostileRigWith(t *testing.T, o *origintest.Origin, cfg origin.Config, scfg Config) *hostileRig {
+func newHostileRigWith(t testing.TB, o *origintest.Origin, cfg origin.Config, scfg Config) *hostileRig {
 	t.Helper()
 	m := metrics.New(prometheus.NewRegistry())
 	c, err := cache.New(cache.Config{}, wire.Cache(m))

@@ -48,7 +48,8 @@ type app struct {
 var _ = Describe("coherence with near caches", func() {
 	It("keeps every application's reads monotonic and its own writes visible, through writers, Watch and stream breaks", func() {
 		origin := startOrigin().GRPC
-		sidecars := []*sidecar{startSidecar(origin, "--watch-grace", "2s"), startSidecar(origin, "--watch-grace", "2s")}
+		// The second sidecar has a TTL: its subscribers also hear of expiries.
+		sidecars := []*sidecar{startSidecar(origin, "--watch-grace", "2s"), startSidecar(origin, "--watch-grace", "2s", "--ttl", "250ms")}
 		Eventually(func() float64 {
 			return sidecars[0].metric("lookahead_watch_connected") + sidecars[1].metric("lookahead_watch_connected")
 		}).Should(Equal(2.0))
@@ -174,8 +175,9 @@ var _ = Describe("coherence with near caches", func() {
 		for _, a := range apps {
 			flushes += a.c.NearStats().Flushes
 		}
-		summary := fmt.Sprintf("near-cache history: %d operations (%d writes, %d reads answered in-process), %d stream breaks, %d near-cache flushes, %d failed reads (last: %v)",
-			len(history), writes, nearHits.Load(), breaks.Load(), flushes, failed.Load(), lastErr.Load())
+		expired := sidecars[1].metric("lookahead_near_expired_total")
+		summary := fmt.Sprintf("near-cache history: %d operations (%d writes, %d reads answered in-process), %d stream breaks, %d near-cache flushes, %.0f TTL expiries sent, %d failed reads (last: %v)",
+			len(history), writes, nearHits.Load(), breaks.Load(), flushes, expired, failed.Load(), lastErr.Load())
 		GinkgoWriter.Println(summary)
 		AddReportEntry("near-cache history", summary)
 		Expect(len(history)).To(BeNumerically(">=", minOps), "the history is long enough to mean something")
@@ -183,6 +185,7 @@ var _ = Describe("coherence with near caches", func() {
 		Expect(nearHits.Load()).To(BeNumerically(">", 0), "the near caches answered")
 		Expect(breaks.Load()).To(BeNumerically(">=", 3))
 		Expect(flushes).To(BeNumerically(">", 0), "breaks emptied near caches")
+		Expect(expired).To(BeNumerically(">", 0), "the second sidecar's TTL expired copies its subscribers held")
 		violations := checkHistory(history)
 		Expect(violations).To(BeEmpty(), "%d violations, first: %v", len(violations), violations[:min(5, len(violations))])
 

@@ -170,7 +170,10 @@ var _ = Describe("prefetching a db4o task tree", func() {
 	)
 
 	It("walks on while the Expand is in flight: every Get waits for it rather than fetching", func() {
-		slow := startOrigin("--latency", "200ms").GRPC // each reply, and each stream's first message
+		// Each reply, and each stream's first message, waits a second: long
+		// enough that the walk reaches the Expand before it answers even on
+		// a loaded machine (at 200 ms, one CI run saw the walk arrive late).
+		slow := startOrigin("--latency", "1s").GRPC
 		s := startSidecar(slow, "--prefetch-depth", "4")
 		_, _, err := s.c.Get(context.Background(), "task-0", nil)
 		Expect(err).NotTo(HaveOccurred())

@@ -6,6 +6,7 @@ from __future__ import annotations
 import shutil
 import tempfile
 import time
+from contextlib import contextmanager
 from pathlib import Path
 
 import grpc
@@ -92,12 +93,18 @@ def test_prefetched_objects_are_pushed(near):
     near_hit(near, "task-2.9")
     near.invalidate(["task-2.4", "task-2.21", "task-2.22"])
     near.batch_get(["task-2.4"], depth=2)
-    eventually(lambda: near.get("task-2.22").status == NEAR, "a prefetched child is pushed")
+    # No read of the child before it arrives: a read would fill the near
+    # cache itself.
+    eventually(lambda: "task-2.22" in near.near._s.entries, "a prefetched child is pushed")
+    assert near.get("task-2.22").status == NEAR
     st = near.near_stats()
     assert st.pushes_received > 0 and st.pushes_used > 0
 
 
-def test_emptied_when_the_channel_breaks():
+@contextmanager
+def one_tree_sidecar(*sidecar_args: str):
+    """An origin with one task tree and a sidecar in front of it, run with
+    sidecar_args, for a test that stops or configures them."""
     bins = bin_dir()
     workdir = Path(tempfile.mkdtemp(prefix="lookahead-py-near-"))
     procs = []
@@ -107,16 +114,29 @@ def test_emptied_when_the_channel_breaks():
         procs.append(origin)
         wait_serving(origin)
         sidecar = start(bins / "sidecar", ["--listen", "127.0.0.1:0", "--metrics-listen", "",
-                                           "--origin", origin.grpc], workdir)
+                                           "--origin", origin.grpc, *sidecar_args], workdir)
         procs.append(sidecar)
         wait_serving(sidecar)
-        with LookaheadClient(sidecar.grpc, near_cache_bytes=1 << 20, timeout=2) as c:
-            near_hit(c, "task-0")
-            sidecar.stop()
-            eventually(lambda: c.near_stats().objects == 0 and c.near_stats().flushes > 0, "emptied")
-            with pytest.raises(grpc.RpcError):
-                c.get("task-0")
+        yield sidecar
     finally:
         for p in reversed(procs):
             p.stop()
         shutil.rmtree(workdir, ignore_errors=True)
+
+
+def test_emptied_when_the_channel_breaks():
+    with one_tree_sidecar() as sidecar, LookaheadClient(sidecar.grpc, near_cache_bytes=1 << 20, timeout=2) as c:
+        near_hit(c, "task-0")
+        sidecar.stop()
+        eventually(lambda: c.near_stats().objects == 0 and c.near_stats().flushes > 0, "emptied")
+        with pytest.raises(grpc.RpcError):
+            c.get("task-0")
+
+
+def test_dropped_when_the_sidecars_copy_reaches_its_ttl():
+    with one_tree_sidecar("--ttl", "1s") as sidecar, LookaheadClient(sidecar.grpc, near_cache_bytes=1 << 20) as c:
+        near_hit(c, "task-0")
+        # No write is made: only the sidecar's expiry can invalidate the copy
+        # (the max-age rule stops answering it, counting nothing).
+        eventually(lambda: c.near_stats().invalidations > 0, "the expiry reaches the near cache")
+        assert c.get("task-0", depth=0).status != NEAR, "read through the sidecar again"

@@ -1,0 +1,129 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"runtime/metrics"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/origin"
+	"github.com/lookahead-dev/lookahead/internal/origintest"
+)
+
+// floodClients is how many callers keep the sidecar busy with misses.
+const floodClients = 10000
+
+// BenchmarkHitDuringFlood measures Gets of a cached object, one at a time
+// on their own connection, while floodClients callers each ask again and
+// again for ids never asked before from an origin that takes 50 ms per
+// reply: a hit must not queue behind the misses. In "gets+walks" one in
+// ten flooding callers opens GetGraphs instead (walks of depth 3 below
+// uncached roots, refused beyond --max-walks); "none" is the same hits
+// without a flood, the floor of this machine. It reports the hit's p50
+// and p99. Run it with a fixed count, e.g. -benchtime 2000x: the flood is
+// set up once per run.
+func BenchmarkHitDuringFlood(b *testing.B) {
+	for _, fl := range []struct {
+		name            string
+		getters, walker int
+	}{{"none", 0, 0}, {"gets", floodClients, 0}, {"gets+walks", floodClients * 9 / 10, floodClients / 10}} {
+		b.Run("flood="+fl.name, func(b *testing.B) {
+			o := origintest.New(&graph.Object{ID: "hit", Version: 1, Payload: make([]byte, 1024)})
+			o.Misbehave(origintest.Misbehaviour{Delay: 50 * time.Millisecond, Generate: origintest.Endless(2)})
+			r := newHostileRigWith(b, o, origin.Config{}, Config{})
+			hits := lookaheadv1.NewSidecarServiceClient(r.dial())
+			ctx := context.Background()
+			_, err := hits.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"})
+			if err != nil {
+				b.Fatal(err)
+			}
+			stop := flood(r.client, fl.getters, fl.walker)
+			defer stop()
+			lat := make([]time.Duration, 0, b.N)
+			sched := schedLatencies()
+			b.ResetTimer()
+			for range b.N {
+				start := time.Now()
+				resp, err := hits.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"})
+				if err != nil || resp.GetStatus() != lookaheadv1.CacheStatus_CACHE_STATUS_HIT {
+					b.Fatalf("not a main-tier hit: %v, %v", resp.GetStatus(), err)
+				}
+				lat = append(lat, time.Since(start))
+			}
+			b.StopTimer()
+			b.ReportMetric(sched.p99since()*1e6, "sched-p99-µs")
+			slices.Sort(lat)
+			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
+			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
+			b.ReportMetric(float64(misses.Load())/b.Elapsed().Seconds(), "misses/s")
+		})
+	}
+}
+
+// schedSample is the runtime's histogram of the time goroutines spent
+// runnable before they ran: why a hit that takes no lock can still wait.
+type schedSample []metrics.Sample
+
+func schedLatencies() schedSample {
+	s := []metrics.Sample{{Name: "/sched/latencies:seconds"}}
+	metrics.Read(s)
+	return s
+}
+
+// p99since is the 99th percentile, in seconds, of the latencies since s
+// was read (the upper bound of its bucket).
+func (s schedSample) p99since() float64 {
+	now := schedLatencies()
+	before, after := s[0].Value.Float64Histogram(), now[0].Value.Float64Histogram()
+	var total uint64
+	delta := make([]uint64, len(after.Counts))
+	for i := range delta {
+		delta[i] = after.Counts[i] - before.Counts[i]
+		total += delta[i]
+	}
+	var seen uint64
+	for i, n := range delta {
+		if seen += n; seen*100 >= total*99 {
+			return after.Buckets[i+1]
+		}
+	}
+	return 0
+}
+
+// misses counts the flood's answered Gets.
+var misses atomic.Int64
+
+// flood starts getters callers that Get a new id each time and walkers
+// that open GetGraphs of new roots, until stop, which waits for them.
+func flood(c lookaheadv1.SidecarServiceClient, getters, walkers int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	misses.Store(0)
+	for i := range getters + walkers {
+		wg.Go(func() {
+			for ctx.Err() == nil {
+				id := fmt.Sprintf("flood-%d", next.Add(1))
+				if i < walkers {
+					if s, err := c.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{id}, Depth: u32(3)}); err == nil {
+						_, _ = drain(s)
+					}
+					continue
+				}
+				if _, err := c.Get(ctx, &lookaheadv1.GetRequest{Id: id}); err == nil {
+					misses.Add(1)
+				}
+			}
+		})
+	}
+	if getters+walkers > 0 {
+		time.Sleep(time.Second) // the flood under way
+	}
+	return func() { cancel(); wg.Wait() }
+}
