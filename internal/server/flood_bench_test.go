@@ -3,12 +3,24 @@ package server
 import (
 	"context"
 	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
 	"runtime/metrics"
 	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -25,14 +37,20 @@ const floodClients = 10000
 // reply: a hit must not queue behind the misses. In "gets+walks" one in
 // ten flooding callers opens GetGraphs instead (walks of depth 3 below
 // uncached roots, refused beyond --max-walks); "none" is the same hits
-// without a flood, the floor of this machine. It reports the hit's p50
-// and p99. Run it with a fixed count, e.g. -benchtime 2000x: the flood is
-// set up once per run.
+// without a flood, the floor of this machine; in "gets-apart" the
+// flooding callers run in another process (this test binary again), over
+// TCP, as applications would. It reports the hit's p50 and p99. Run it
+// with a fixed count, e.g. -benchtime 2000x: the flood is set up once per
+// run.
 func BenchmarkHitDuringFlood(b *testing.B) {
 	for _, fl := range []struct {
-		name            string
-		getters, walker int
-	}{{"none", 0, 0}, {"gets", floodClients, 0}, {"gets+walks", floodClients * 9 / 10, floodClients / 10}} {
+		name             string
+		getters, walkers int
+		apart            bool
+	}{
+		{"none", 0, 0, false}, {"gets", floodClients, 0, false},
+		{"gets+walks", floodClients * 9 / 10, floodClients / 10, false}, {"gets-apart", floodClients, 0, true},
+	} {
 		b.Run("flood="+fl.name, func(b *testing.B) {
 			o := origintest.New(&graph.Object{ID: "hit", Version: 1, Payload: make([]byte, 1024)})
 			o.Misbehave(origintest.Misbehaviour{Delay: 50 * time.Millisecond, Generate: origintest.Endless(2)})
@@ -43,8 +61,14 @@ func BenchmarkHitDuringFlood(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			stop := flood(r.client, fl.getters, fl.walker)
+			var stop func()
+			if fl.apart {
+				stop = floodApart(b, r, fl.getters)
+			} else {
+				stop = flood(r.client, fl.getters, fl.walkers)
+			}
 			defer stop()
+			missed := testutil.ToFloat64(r.m.Misses)
 			lat := make([]time.Duration, 0, b.N)
 			sched := schedLatencies()
 			b.ResetTimer()
@@ -61,7 +85,7 @@ func BenchmarkHitDuringFlood(b *testing.B) {
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 			b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
-			b.ReportMetric(float64(misses.Load())/b.Elapsed().Seconds(), "misses/s")
+			b.ReportMetric((testutil.ToFloat64(r.m.Misses)-missed)/b.Elapsed().Seconds(), "misses/s")
 		})
 	}
 }
@@ -96,16 +120,12 @@ func (s schedSample) p99since() float64 {
 	return 0
 }
 
-// misses counts the flood's answered Gets.
-var misses atomic.Int64
-
 // flood starts getters callers that Get a new id each time and walkers
 // that open GetGraphs of new roots, until stop, which waits for them.
 func flood(c lookaheadv1.SidecarServiceClient, getters, walkers int) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var next atomic.Int64
-	misses.Store(0)
 	for i := range getters + walkers {
 		wg.Go(func() {
 			for ctx.Err() == nil {
@@ -116,9 +136,7 @@ func flood(c lookaheadv1.SidecarServiceClient, getters, walkers int) (stop func(
 					}
 					continue
 				}
-				if _, err := c.Get(ctx, &lookaheadv1.GetRequest{Id: id}); err == nil {
-					misses.Add(1)
-				}
+				_, _ = c.Get(ctx, &lookaheadv1.GetRequest{Id: id})
 			}
 		})
 	}
@@ -126,4 +144,55 @@ func flood(c lookaheadv1.SidecarServiceClient, getters, walkers int) (stop func(
 		time.Sleep(time.Second) // the flood under way
 	}
 	return func() { cancel(); wg.Wait() }
+}
+
+// floodEnv, set to "address,callers", makes this test binary a flooding
+// client of the sidecar at address instead of running tests: see
+// floodApart.
+const floodEnv = "LOOKAHEAD_FLOOD"
+
+// floodApart serves r's sidecar on TCP too and floods it with getters
+// callers from another process (this binary under floodEnv), until stop.
+func floodApart(b *testing.B, r *hostileRig, getters int) (stop func()) {
+	b.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(b, err)
+	gs := grpc.NewServer()
+	lookaheadv1.RegisterSidecarServiceServer(gs, r.svc)
+	go func() { _ = gs.Serve(lis) }()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d", floodEnv, lis.Addr(), getters))
+	cmd.Stderr = os.Stderr
+	in, err := cmd.StdinPipe()
+	require.NoError(b, err)
+	require.NoError(b, cmd.Start())
+	missed := testutil.ToFloat64(r.m.Misses)
+	require.Eventually(b, func() bool { return testutil.ToFloat64(r.m.Misses) > missed+float64(getters) },
+		time.Minute, 10*time.Millisecond, "the flood under way")
+	return func() {
+		_ = in.Close()
+		assert.NoError(b, cmd.Wait())
+		gs.Stop()
+	}
+}
+
+// floodFrom is the flooding process: spec is floodEnv's value; it floods
+// until its standard input closes, and returns the exit status.
+func floodFrom(spec string) int {
+	addr, n, _ := strings.Cut(spec, ",")
+	getters, err := strconv.Atoi(n)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", floodEnv, spec, err)
+		return 2
+	}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cc.Close()
+	stop := flood(lookaheadv1.NewSidecarServiceClient(cc), getters, 0)
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	stop()
+	return 0
 }
