@@ -168,6 +168,9 @@ func w1Notes(c W1Config, bw float64) string {
 - **peer: direct**: the client calls the origin itself (through the same proxy), one BatchGet of one id per object.
 - **peer: batched client**: no sidecar; the client batches each level of each graph into one origin BatchGet, as a DataLoader does (%d per graph).
 - **peer: redis cache-aside** (cold, redis flushed before every repetition): MGET for the roots, then per object a redis GET, on the miss an origin BatchGet of that id and a redis SET.
+- **peer: origin Expand**: no sidecar; the client asks the origin itself for the query's graphs, one Expand of its roots as deep as the trees: what extra: GetGraph costs without the sidecar in between.
+
+CPU / object: the CPU time the sidecar and origin processes used during the query (the sum over their threads of /proc/PID/task/TID/schedstat, in nanoseconds), over the objects the query read; "–" for a process not in the row.
 
 Origin round trips of sidecar rows come from the sidecar's lookahead_origin_round_trips_total (all rpcs), bytes from lookahead_origin_fetched_bytes_total (graph.Object.Size: payload, ids and a fixed overhead); prefetch issued / used / wasted from lookahead_prefetch_{issued,used,wasted}_total, demands joined in flight (a Get that waited for a fetch already under way instead of asking the origin again) from lookahead_inflight_joins_total; "(N Expand)" counts the round trips that were Expand calls. Peers count their own calls and the same Size of what they received. Prefetched objects still unused in the prefetch tier at the end are neither used nor wasted. Every path to the origin goes through the same toxiproxy proxy; redis is local (not behind the proxy), as a cache next to the application is.
 

@@ -56,6 +56,9 @@ type w1Sample struct {
 	C           counters
 	Objects     int   // objects visited per query
 	Wire        int64 // encoded bytes of those objects
+	// SidecarCPU and OriginCPU are the CPU time the sidecar and origin
+	// processes used during the queries (procCPU).
+	SidecarCPU, OriginCPU time.Duration
 }
 
 type w1RowResult struct {
@@ -117,6 +120,7 @@ func (w *w1) buildRows(adaptive bool) {
 		{Name: "extra: GetGraph", Kind: "sidecar", Args: []string{"--prefetch-mode", "off"}, Graph: true, Expand: true},
 		{Name: "peer: direct", Kind: "direct", Slow: true},
 		{Name: "peer: batched client", Kind: "batched"},
+		{Name: "peer: origin Expand", Kind: "expand", Expand: true},
 		{Name: "peer: redis cache-aside", Kind: "redis", Slow: true},
 	}
 	for i := range w.rows {
@@ -217,6 +221,7 @@ func runW1(ctx context.Context, e *env, cfg W1Config) ([]w1Latency, error) {
 func (w *w1) runRow(ctx context.Context, r w1Row, rep int) (w1Sample, error) {
 	var s w1Sample
 	var err error
+	originCPU := procCPU(w.origin.proc.PID())
 	switch r.Kind {
 	case "sidecar":
 		s, err = w.runSidecar(ctx, r, rep)
@@ -226,6 +231,7 @@ func (w *w1) runRow(ctx context.Context, r w1Row, rep int) (w1Sample, error) {
 	if err != nil {
 		return s, err
 	}
+	s.OriginCPU = procCPU(w.origin.proc.PID()) - originCPU
 	q := float64(w.cfg.Queries)
 	s.Query /= time.Duration(w.cfg.Queries)
 	s.Walk /= time.Duration(w.cfg.Queries)
@@ -233,6 +239,8 @@ func (w *w1) runRow(ctx context.Context, r w1Row, rep int) (w1Sample, error) {
 	s.Bytes /= q
 	s.Objects /= w.cfg.Queries
 	s.Wire /= int64(w.cfg.Queries)
+	s.SidecarCPU /= time.Duration(w.cfg.Queries)
+	s.OriginCPU /= time.Duration(w.cfg.Queries)
 	return s, nil
 }
 
@@ -261,6 +269,8 @@ func (w *w1) runSidecar(ctx context.Context, r w1Row, rep int) (s w1Sample, err 
 		o, _, err := cl.Get(ctx, id, nil)
 		return o, err
 	}
+	cpu := procCPU(sc.proc.PID())
+	defer func() { s.SidecarCPU = procCPU(sc.proc.PID()) - cpu }()
 	for q := 0; q < w.cfg.Queries; q++ {
 		roots := w.rootsOf(rep, q)
 		if r.Graph {
@@ -387,6 +397,12 @@ func (w *w1) runPeer(ctx context.Context, r w1Row, rep int) (s w1Sample, err err
 	}
 	for q := 0; q < w.cfg.Queries; q++ {
 		roots := w.rootsOf(rep, q)
+		if r.Kind == "expand" {
+			if err := w.expand(ctx, p, roots, &s); err != nil {
+				return s, err
+			}
+			continue
+		}
 		start := time.Now()
 		var objs []*lookaheadv1.Object
 		if ca != nil {
@@ -467,7 +483,7 @@ func (w w1Latency) table(levels int, bw float64) string {
 			if na == "" {
 				na = "not run"
 			}
-			rows = append(rows, []string{r.Row.Name, na, "", "", "", "", "", "", "", "", ""})
+			rows = append(rows, []string{r.Row.Name, na, "", "", "", "", "", "", "", "", "", ""})
 			continue
 		}
 		rt := levels // one BatchGet per level, all graphs of the query together
@@ -495,8 +511,10 @@ func (w w1Latency) table(levels int, bw float64) string {
 			trips, fmtBytes(r.med(func(s w1Sample) float64 { return s.Bytes })),
 			prefetch, joined, fmtRatio(speed),
 			fmt.Sprintf("%s (%d RT)", fmtDur(lb), rt), fmtRatio(float64(r.total()) / float64(lb)),
+			r.cpuPerObject(func(s w1Sample) time.Duration { return s.SidecarCPU }) + " / " +
+				r.cpuPerObject(func(s w1Sample) time.Duration { return s.OriginCPU }),
 		})
 	}
 	return table([]string{"setting", "avg query", "avg walk", "total", "origin round trips", "bytes from origin",
-		"prefetch issued / used / wasted", "demands joined in flight", "speed-up vs no_prefetch", "lower bound", "× lower bound"}, rows)
+		"prefetch issued / used / wasted", "demands joined in flight", "speed-up vs no_prefetch", "lower bound", "× lower bound", "CPU / object: sidecar / origin"}, rows)
 }

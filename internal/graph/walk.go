@@ -148,6 +148,43 @@ func (t *Traversal) Follows(field string) bool { return t.reach.Follows(field) }
 // the accepted objects in Pending order and advances to the next level, whose
 // ids are the not-yet-seen refs of the accepted objects.
 func (t *Traversal) Resolve(found []*Object) []*Object {
+	accepted := t.inOrder(found)
+	if accepted == nil {
+		accepted = t.match(found)
+	}
+	t.pending = nil
+	if !t.reach.Expands(t.level) {
+		return accepted
+	}
+	t.level++
+	for _, o := range accepted {
+		for _, r := range o.Refs {
+			if t.Follows(r.Field) {
+				t.schedule(r.ID)
+			}
+		}
+	}
+	return accepted
+}
+
+// inOrder returns a copy of found if it holds exactly the Pending objects in
+// Pending order (as a caller that looked each id up in turn hands them
+// back), and nil otherwise: then match sorts them out.
+func (t *Traversal) inOrder(found []*Object) []*Object {
+	if len(found) != len(t.pending) {
+		return nil
+	}
+	for i, o := range found {
+		if o == nil || o.ID != t.pending[i] {
+			return nil
+		}
+	}
+	return append([]*Object(nil), found...)
+}
+
+// match returns the first object found for each Pending id, in Pending
+// order, and records the ids without one as missing.
+func (t *Traversal) match(found []*Object) []*Object {
 	byID := make(map[string]*Object, len(found))
 	for _, o := range found {
 		if o != nil {
@@ -162,18 +199,6 @@ func (t *Traversal) Resolve(found []*Object) []*Object {
 			accepted = append(accepted, o)
 		} else {
 			t.missing = append(t.missing, id)
-		}
-	}
-	t.pending = nil
-	if !t.reach.Expands(t.level) {
-		return accepted
-	}
-	t.level++
-	for _, o := range accepted {
-		for _, r := range o.Refs {
-			if t.Follows(r.Field) {
-				t.schedule(r.ID)
-			}
 		}
 	}
 	return accepted
