@@ -13,6 +13,7 @@ import (
 
 	"github.com/lookahead-dev/lookahead/internal/coherence"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/server"
 )
@@ -146,9 +147,7 @@ func (os *origins) follow(cfg coherence.Config, watch bool, inv coherence.Invali
 		ow.clients = append(ow.clients, c)
 		ow.names = append(ow.names, name)
 		if watch {
-			wc := cfg
-			wc.Route = name
-			ow.watchers = append(ow.watchers, coherence.New(wc, coherence.FromClient(c), inv, ident, m, rlog))
+			ow.watchers = append(ow.watchers, coherence.New(cfg, coherence.FromClient(c), inv, ident, wire.Coherence(m, name), rlog))
 		}
 	}
 	return ow

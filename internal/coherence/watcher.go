@@ -12,7 +12,8 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/lookahead-dev/lookahead/internal/origin"
 )
 
@@ -64,9 +65,6 @@ type Config struct {
 	MinBackoff, MaxBackoff time.Duration
 	// Now is the clock; default time.Now.
 	Now func() time.Time
-	// Route names the origin in the per-route metrics' origin label;
-	// default metrics.DefaultRoute.
-	Route string
 }
 
 func (c *Config) setDefaults() {
@@ -82,9 +80,6 @@ func (c *Config) setDefaults() {
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	if c.Route == "" {
-		c.Route = metrics.DefaultRoute
-	}
 }
 
 // Watcher applies the origin's changes to the cache: every change drops
@@ -99,7 +94,7 @@ type Watcher struct {
 	src   Source
 	cache Invalidator
 	id    *Identity
-	m     *metrics.Set
+	m     Metrics
 	log   *slog.Logger
 
 	// untrusted is when the stream last broke (or the watcher started), in
@@ -114,9 +109,19 @@ type Watcher struct {
 	restarting bool               // the session was ended by restart
 }
 
+// Metrics are the watcher's collectors; wire.Coherence makes them from the
+// sidecar's set for one route.
+type Metrics struct {
+	Connected         prometheus.Gauge   // streams up, over every origin
+	RouteConnected    prometheus.Gauge   // 1 while this route's stream is up
+	Reconnects        prometheus.Counter // streams opened again after a break
+	Changes           prometheus.Counter // changes received
+	MalformedRevision prometheus.Counter // a revision below one applied
+}
+
 // New makes a watcher that applies changes to c and checks the origin's
 // dataset with id, which also resets the sidecar; Run runs it.
-func New(cfg Config, src Source, c Invalidator, id *Identity, m *metrics.Set, log *slog.Logger) *Watcher {
+func New(cfg Config, src Source, c Invalidator, id *Identity, m Metrics, log *slog.Logger) *Watcher {
 	cfg.setDefaults()
 	w := &Watcher{cfg: cfg, src: src, cache: c, id: id, m: m, log: log}
 	w.setUp(false)
@@ -244,15 +249,15 @@ func (w *Watcher) session(ctx context.Context, reconnect bool) (established bool
 		return true, err
 	}
 	w.setUp(true)
-	w.m.WatchConnected.Inc() // the number of origins' streams up
-	w.m.WatchRouteConnected.WithLabelValues(w.cfg.Route).Set(1)
+	w.m.Connected.Inc() // the number of origins' streams up
+	w.m.RouteConnected.Set(1)
 	if reconnect {
-		w.m.WatchReconnects.Inc()
+		w.m.Reconnects.Inc()
 	}
 	defer func() {
 		w.setUp(false)
-		w.m.WatchConnected.Dec()
-		w.m.WatchRouteConnected.WithLabelValues(w.cfg.Route).Set(0)
+		w.m.Connected.Dec()
+		w.m.RouteConnected.Set(0)
 	}()
 	for {
 		changes, err := st.Recv()
@@ -330,12 +335,12 @@ func (w *Watcher) apply(changes []origin.Change) {
 	for _, c := range changes {
 		w.cache.InvalidateVersion(c.ID, c.Version, c.Deleted)
 	}
-	w.m.WatchChanges.Add(float64(len(changes)))
+	w.m.Changes.Add(float64(len(changes)))
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, c := range changes {
 		if c.Revision < w.rev {
-			w.m.OriginMalformed.WithLabelValues(metrics.MalformedRevision).Inc()
+			w.m.MalformedRevision.Inc()
 			continue
 		}
 		w.rev = c.Revision

@@ -100,6 +100,15 @@ func (r *recorder) Reset(string) { r.mu.Lock(); r.clears++; r.mu.Unlock() }
 
 var discard = slog.New(slog.NewTextHandler(io.Discard, nil))
 
+// metricsOf is wire.Coherence, which this package's tests cannot import.
+func metricsOf(m *metrics.Set) Metrics {
+	return Metrics{
+		Connected: m.WatchConnected, RouteConnected: m.WatchRouteConnected.WithLabelValues(metrics.DefaultRoute),
+		Reconnects: m.WatchReconnects, Changes: m.WatchChanges,
+		MalformedRevision: m.OriginMalformed.WithLabelValues(metrics.MalformedRevision),
+	}
+}
+
 func newIdentity(r Resetter, m *metrics.Set) *Identity {
 	return NewIdentity(r, m.OriginDatasetChanges.WithLabelValues("default"), discard)
 }
@@ -109,7 +118,7 @@ func run(t *testing.T, sessions ...session) (*Watcher, *fakeSource, *recorder, *
 	src := &fakeSource{sessions: sessions, done: make(chan struct{})}
 	rec := &recorder{}
 	m := metrics.New(prometheus.NewRegistry())
-	w := New(Config{MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}, src, rec, newIdentity(rec, m), m, discard)
+	w := New(Config{MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}, src, rec, newIdentity(rec, m), metricsOf(m), discard)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx) }()
@@ -188,7 +197,7 @@ func TestTrustFollowsTheStreamAndGrace(t *testing.T) {
 	now := time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	m := metrics.New(prometheus.NewRegistry())
-	w := New(Config{Grace: 5 * time.Second, Now: clock}, nil, nil, newIdentity(&recorder{}, m), m, slog.Default())
+	w := New(Config{Grace: 5 * time.Second, Now: clock}, nil, nil, newIdentity(&recorder{}, m), metricsOf(m), slog.Default())
 	trusted, _ := w.Trust()
 	assert.True(t, trusted, "within the grace of starting")
 	now = now.Add(8 * time.Second)
@@ -235,7 +244,7 @@ func TestIdentityChangeSeenByAProbeRestartsTheStream(t *testing.T) {
 	rec := &recorder{}
 	m := metrics.New(prometheus.NewRegistry())
 	id := newIdentity(rec, m)
-	w := New(Config{MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}, src, rec, id, m, discard)
+	w := New(Config{MinBackoff: time.Millisecond, MaxBackoff: 2 * time.Millisecond}, src, rec, id, metricsOf(m), discard)
 	ctx, cancel := context.WithCancel(context.Background())
 	stopped := make(chan error)
 	go func() { stopped <- w.Run(ctx) }()

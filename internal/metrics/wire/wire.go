@@ -4,6 +4,7 @@ package wire
 
 import (
 	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/coherence"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
 
@@ -88,3 +89,12 @@ func (a PrefetchMetrics) Window(n int) { a.s.PrefetchWindow.Set(float64(n)) }
 
 // Shed counts a speculative origin call the origin shed.
 func (a PrefetchMetrics) Shed() { a.s.PrefetchShed.Inc() }
+
+// Coherence returns a Watch stream's collectors for route from s.
+func Coherence(s *metrics.Set, route string) coherence.Metrics {
+	return coherence.Metrics{
+		Connected: s.WatchConnected, RouteConnected: s.WatchRouteConnected.WithLabelValues(route),
+		Reconnects: s.WatchReconnects, Changes: s.WatchChanges,
+		MalformedRevision: s.OriginMalformed.WithLabelValues(metrics.MalformedRevision),
+	}
+}
