@@ -122,3 +122,38 @@ func TestSpeculationKeepsWithinTheWindow(t *testing.T) {
 		assert.Equal(t, StatusHitPrefetched, res.Status, res.Object.ID)
 	}
 }
+
+// A speculative Expand takes a window slot too, before it claims its ids.
+func TestSpeculativeExpandsKeepWithinTheWindow(t *testing.T) {
+	a := tree(t, 3, 3)
+	b := renamed(a, "b-")
+	fo := newFakeOrigin(slices.Concat(a, b))
+	gate := make(chan struct{})
+	fx := &fakeExpander{Origin: fo, Gate: map[int]chan struct{}{0: gate}, Paused: make(chan int, 8)}
+	win := NewWindow(4, nil)
+	win.mu.Lock()
+	win.set(1)
+	win.mu.Unlock()
+	r := newRig(t, fx, Config{Window: win}, Static{Depth: 2, MaxObjects: 100}, cache.Config{})
+	for _, root := range []string{a[0].ID, b[0].ID} {
+		_, _, err := r.engine.Get(context.Background(), []string{root}, Hint{})
+		require.NoError(t, err)
+	}
+
+	<-fx.Paused // one Expand holds the only slot
+	select {
+	case <-fx.Paused:
+		t.Fatal("a second speculative Expand started while the window allows one")
+	case <-time.After(100 * time.Millisecond): // nothing may come; this only bounds the wait
+	}
+	close(gate)
+	r.engine.s.Idle()
+	assert.Equal(t, 2, fx.ExpandCalls())
+	for _, tr := range [][]*graph.Object{a, b} {
+		rs, _, err := r.engine.Get(context.Background(), []string{tr[1].ID, tr[len(tr)-1].ID}, Hint{})
+		require.NoError(t, err)
+		for _, res := range rs {
+			assert.Equal(t, StatusHitPrefetched, res.Status, res.Object.ID)
+		}
+	}
+}
