@@ -95,7 +95,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.planner.Depth, "prefetch-depth", 3, "reference levels to prefetch below a demanded object (db4o prefetchDepth)")
 	fs.IntVar(&o.planner.MaxObjects, "prefetch-max-objects", 1000, "objects one expansion may fetch (db4o prefetchObjectCount); 0 = no cap")
 	fs.StringVar(&o.fields, "prefetch-fields", "", "comma-separated ref fields to follow; empty = all")
-	fs.IntVar(&o.sched.Workers, "prefetch-workers", 4, "concurrent speculative origin requests (Knafla's support threads)")
+	fs.IntVar(&o.sched.Workers, "prefetch-workers", 4, "concurrent speculative origin requests (Knafla's support threads), at most: fewer while the origin sheds speculation or demand slows down")
 	fs.IntVar(&o.fetch.BatchSize, "batch-size", 256, "ids per origin BatchGet")
 	fs.IntVar(&o.fetch.DemandBatches, "demand-batches", 4, "demand BatchGets in flight at once; beyond it, concurrent requests' misses gather into the next batch")
 	fs.IntVar(&o.sched.QueueSize, "prefetch-queue", 1024, "speculative jobs waiting for a worker, newest first; beyond it the oldest are dropped and counted")

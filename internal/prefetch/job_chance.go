@@ -145,6 +145,15 @@ func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, c
 	for f := range fields {
 		b.Fields = append(b.Fields, f)
 	}
+	// One such Expand at a time: jobs of reads close together want the same
+	// levels (a query's trees), and a second Expand would bring again all
+	// that the first is bringing below the roots they share. The job that
+	// finds one in flight leaves the levels to it; a read it does not cover
+	// schedules another job.
+	if !s.whole.CompareAndSwap(false, true) {
+		return true
+	}
+	defer s.whole.Store(false)
 	x, err := s.runExpansion(roots, b)
 	if err != nil {
 		return !errors.Is(err, errors.ErrUnsupported) // trouble: stop; unsupported: level by level

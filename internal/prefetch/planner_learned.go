@@ -90,6 +90,7 @@ type Learned struct {
 	reads   []ringEntry             // reads in request order, to forget depth; guarded by mu
 	open    []*openList             // read objects with lists not yet followed, in read order; guarded by mu
 	first   *firstRead              // the last read, when it was a list's first; guarded by mu
+	walk    map[string]string       // ids read since the last direct request → the list they were read from; guarded by mu
 }
 
 // edgeKey says where a ref sits: its field, the type holding it, and how
@@ -156,7 +157,7 @@ func bucket(pos int) int {
 func NewLearned(cfg LearnedConfig) *Learned {
 	cfg.setDefaults()
 	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, pending: map[string][]offer{},
-		lists: map[listKey]*listRun{}, depth: map[string]int{}}
+		lists: map[listKey]*listRun{}, depth: map[string]int{}, walk: map[string]string{}}
 }
 
 // Budget implements Planner. The scheduler asks it only for a request with
@@ -192,17 +193,24 @@ func (l *Learned) Read(objs []*graph.Object) (parents []string) {
 	defer l.mu.Unlock()
 	l.request++
 	l.expireLocked()
+	started := false // a walk: direct requests start one
 	for _, o := range objs {
-		d := 0 // asked for directly
+		d, from := 0, "" // asked for directly
 		of, ok := l.claimLocked(o.ID)
 		l.checkFirstLocked(&of, ok)
 		if ok {
+			from = of.parent
 			if l.lists[listKey{of.parent, of.key.field}] == nil {
 				l.readFirstLocked(o.ID, of)
 			}
 			parents = append(parents, l.followLocked(of)...)
 			d = of.key.depth + 1
 		}
+		if d == 0 && !started {
+			l.startWalkLocked()
+			started = true
+		}
+		l.walkRead(o.ID, from)
 		l.depth[o.ID] = d
 		l.reads = append(l.reads, ringEntry{id: o.ID, seq: l.request})
 		l.offerLocked(o, d)
@@ -231,8 +239,10 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 		k := edgeKey{min(depth, maxContextDepth), o.Type, r.Field}
 		l.pending[r.ID] = append(offers, offer{key: k, pos: i, rank: f.rank, last: i == f.n-1,
 			back: f.back, parent: o.ID, seq: l.request})
-		if _, read := l.depth[r.ID]; !read {
-			f.rank++ // a reader that reads each object once skips the others
+		if _, read := l.depth[r.ID]; !read && len(offers) == 0 {
+			// A reader that reads each object once skips the others: read
+			// already, or reached through a list it reads first.
+			f.rank++
 		}
 		l.ring = append(l.ring, ringEntry{id: r.ID, seq: l.request, parent: o.ID})
 		children = append(children, r.ID)

@@ -20,9 +20,19 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 			i = len(lists)
 			lists = append(lists, l.listLocked(edgeKey{min(depth, maxContextDepth), o.Type, r.Field}))
 		}
-		out = append(out, lists[i].next())
+		c := &lists[i]
+		out = append(out, c.next(c.counts() && l.skippedLocked(o.ID, r.ID)))
 	}
 	return out
+}
+
+// skippedLocked reports whether a reader of parent's list skips id: it was
+// read already in this walk, and not from that list. How far down a list
+// the application reads counts the others only: a friend's friends list
+// starts with the user and the friends read before it.
+func (l *Learned) skippedLocked(parent, id string) bool {
+	from, read := l.walk[id]
+	return read && from != parent
 }
 
 // listChances gives the chances of one list's refs in order.
@@ -32,6 +42,7 @@ type listChances struct {
 	prior float64     // the field's estimate, or Prior when nothing is known
 	run   int         // the longest run read from one list
 	pos   int         // of the next ref
+	rank  int         // of the next ref, among those not read in the walk
 }
 
 // minAhead is the last position a list with a follow is fetched to.
@@ -60,20 +71,31 @@ func (l *Learned) listLocked(k edgeKey) listChances {
 	return c
 }
 
-// next is the chance of the next ref. A position's estimate borrows
-// strength from its field's. A list is read from its start, a few at a
-// time: nothing beyond half again the longest run read from one list of
-// this field so far, so that a list read to its end is fetched ahead in
-// growing steps while a hub's thousands of refs cost a few; and at least
-// minAhead positions, since the application asks for the next ref as soon
-// as it has the last one, before any speculation it caused can start.
-func (c *listChances) next() float64 {
-	pos := c.pos
+// limit is the last rank worth fetching. A list is read from its start, a
+// few at a time, skipping what the walk read before: nothing beyond half
+// again the longest run read from one list of this field so far, so that a
+// list read to its end is fetched ahead in growing steps while a hub's
+// thousands of refs cost a few; and at least minAhead, since the
+// application asks for the next ref as soon as it has the last one, before
+// any speculation it caused can start.
+func (c *listChances) limit() int { return max(c.run+c.run/2, minAhead) }
+
+// counts reports whether the next ref's rank decides its chance, so that
+// whether it was read is worth looking up.
+func (c *listChances) counts() bool { return c.s != nil && c.rank <= c.limit() }
+
+// next is the chance of the next ref, skipped by the walk or not. A
+// position's estimate borrows strength from its field's.
+func (c *listChances) next(skipped bool) float64 {
+	pos, rank := c.pos, c.rank
 	c.pos++
+	if !skipped {
+		c.rank++
+	}
 	switch {
 	case c.s == nil:
 		return c.prior
-	case pos > max(c.run+c.run/2, minAhead):
+	case rank > c.limit():
 		return 0
 	}
 	b := bucket(pos)

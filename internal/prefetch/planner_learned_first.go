@@ -51,6 +51,8 @@ func (l *Learned) revertFirstLocked(f *firstRead) {
 	delete(l.lists, listKey{f.of.parent, f.of.key.field})
 	l.decideLocked(f.of, false)
 	l.depth[f.child] = 0
+	l.startWalkLocked()
+	l.walkRead(f.child, "")
 	for _, o := range l.open {
 		switch o.id {
 		case f.of.parent:
@@ -66,4 +68,20 @@ func (l *Learned) revertFirstLocked(f *firstRead) {
 			}
 		}
 	}
+}
+
+// maxWalk bounds the ids remembered as read in one walk.
+const maxWalk = 4096
+
+// startWalkLocked starts a walk: what was read before it is what an
+// application that reads each object once per walk reads again.
+func (l *Learned) startWalkLocked() { clear(l.walk) }
+
+// walkRead records that id was read in the current walk, from the list of
+// parent ("" when asked for directly).
+func (l *Learned) walkRead(id, parent string) {
+	if len(l.walk) >= maxWalk {
+		clear(l.walk)
+	}
+	l.walk[id] = parent
 }

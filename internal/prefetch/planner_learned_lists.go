@@ -143,12 +143,13 @@ func (l *Learned) peersLocked(of offer, out []string) []string {
 }
 
 // treeLikeLocked returns, for a key nothing is known about yet, the
-// statistics of the deepest level of its type and field that is: when that
-// level and the one above it were read as a tree's are, every list to its
-// end and none pointing back at an object read before, the levels below are
-// expected to be read the same way. Nil otherwise: a feed reads the first
-// friends of a user, not the friends' friends, and friends of friends point
-// back at the user.
+// statistics of the deepest level of its type and field that is: when the
+// level above that one was read as a tree's is, every list to its end, and
+// that level has been read the same way so far (every ref decided was
+// followed), none of either pointing back at an object read before, the
+// levels below are expected to be read the same way. Nil otherwise: a feed
+// reads the first friends of a user, not the friends' friends, and friends
+// of friends point back at the user.
 func (l *Learned) treeLikeLocked(k edgeKey) *fieldStats {
 	for d := k.depth - 1; d >= 1; d-- {
 		s := l.stats[edgeKey{d, k.typ, k.field}]
@@ -156,7 +157,7 @@ func (l *Learned) treeLikeLocked(k edgeKey) *fieldStats {
 			continue
 		}
 		up := l.stats[edgeKey{d - 1, k.typ, k.field}]
-		if up == nil || !s.ended || !up.ended || s.cyclic || up.cyclic {
+		if up == nil || !up.ended || up.cyclic || s.cyclic || s.allFollowed == 0 || s.allFollowed < s.allOffered {
 			return nil
 		}
 		return s

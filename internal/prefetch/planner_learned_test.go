@@ -238,3 +238,36 @@ func TestLearnedClosesListsPassedBy(t *testing.T) {
 	assert.Equal(t, 9.0, s.allOffered)
 	assert.Less(t, l.Chances(user("x", 3, "xf"), 1, nil)[0], l.cfg.Prior, "below the prior now")
 }
+
+// A friend's friend list starts with the user and the friends read before
+// it, which a reader of friends of friends skips: how far down a list is
+// fetched counts the refs the walk has not read, or read from that list.
+func TestLearnedLimitSkipsWhatTheWalkRead(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	friends := func(id string, ids ...string) *graph.Object {
+		o := &graph.Object{ID: id, Type: "User"}
+		for _, f := range ids {
+			o.Refs = append(o.Refs, graph.Ref{Field: "friends", ID: f})
+		}
+		return o
+	}
+	new := func(prefix string, n int) []string {
+		var ids []string
+		for i := range n {
+			ids = append(ids, fmt.Sprint(prefix, i))
+		}
+		return ids
+	}
+	l.Read([]*graph.Object{friends("u", "a", "b", "c", "d")})
+	l.Read([]*graph.Object{friends("a", append([]string{"u", "b", "c"}, new("ax", 10)...)...)})
+	for _, f := range []string{"b", "c", "d"} {
+		l.Read([]*graph.Object{friends(f)})
+	}
+	l.Read([]*graph.Object{friends("ax0")}) // the first friend's friend
+	b := friends("b", append([]string{"u", "a", "c", "d"}, new("bx", 10)...)...)
+	c := l.Chances(b, 1, nil)
+	// Friends were read 4 to a list, so friends' friends half again as far:
+	// 6 past the 4 the walk read.
+	assert.GreaterOrEqual(t, c[10], 0.5, "bx6")
+	assert.Zero(t, c[11], "bx7")
+}

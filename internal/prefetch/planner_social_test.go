@@ -3,6 +3,7 @@ package prefetch
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
@@ -119,11 +120,11 @@ func TestLearnedSocialPatternsFetchLittleMoreThanRead(t *testing.T) {
 }
 
 // A query's trees read whole, object by object, as db4o activates them: once
-// the first levels of the first tree were read to their ends, and never
-// pointing back (treeLikeLocked), the levels below and the other trees of
-// the query (peersLocked) are expected whole too, and one Expand brings
-// them. Learned level by level, each tree and each level would cost round
-// trips of its own (69 origin calls here).
+// the first level of the first tree was read to its end, and the level
+// below it as far as it was read, never pointing back (treeLikeLocked), the
+// levels below and the other trees of the query (peersLocked) are expected
+// whole too, and one Expand brings them. Learned level by level, each tree
+// and each level would cost round trips of its own (69 origin calls here).
 func TestLearnedForestIsFetchedInFewRoundTrips(t *testing.T) {
 	g := graph.TaskTrees{Roots: 5, Fanout: 5, Levels: 4, PayloadBytes: 10}
 	var objs []*graph.Object
@@ -145,7 +146,48 @@ func TestLearnedForestIsFetchedInFewRoundTrips(t *testing.T) {
 			}
 		}
 	}
-	assert.LessOrEqual(t, fo.Calls()+fo.ExpandCalls(), 14, "origin calls for %d objects", len(objs))
+	assert.LessOrEqual(t, fo.Calls()+fo.ExpandCalls(), 6, "origin calls for %d objects", len(objs))
 	assert.Equal(t, 1, fo.ExpandCalls(), "the rest of the forest in one Expand")
 	assert.LessOrEqual(t, misses, 2, "the application waited for the origin twice")
+}
+
+// eager is a chooser that expects every ref to be read.
+type eager struct{ Static }
+
+func (eager) Threshold() float64            { return 0.5 }
+func (eager) Limits() (int, int)            { return 8, 1000 }
+func (eager) Depth(string) int              { return 0 }
+func (eager) Read([]*graph.Object) []string { return nil }
+func (eager) Chances(o *graph.Object, _ int, out []float64) []float64 {
+	out = out[:0]
+	for range o.Refs {
+		out = append(out, 1)
+	}
+	return out
+}
+
+// Two reads whose jobs want the same whole levels make one Expand: the
+// second job leaves them to the one in flight instead of bringing all of
+// it again.
+func TestOneWholeLevelsExpandAtATime(t *testing.T) {
+	fo := newFakeOrigin(tree(t, 3, 4))
+	fx := &fakeExpander{Origin: fo, Gate: map[int]chan struct{}{1: make(chan struct{})}, Paused: make(chan int, 2)}
+	r := newRig(t, fx, Config{Mode: ModeAdaptive, Workers: 2}, eager{}, cache.Config{})
+	s := r.engine.s
+	get := func() {
+		_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+		require.NoError(t, err)
+	}
+	get()
+	require.Equal(t, 1, <-fx.Paused, "the first job's Expand is under way")
+	get() // a hit: its job wants the same levels
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.running == 1 && s.jobs.len() == 0
+	}, 10*time.Second, time.Millisecond, "the second job ended while the first waits")
+	close(fx.Gate[1])
+	s.Idle()
+	assert.Equal(t, 1, fx.ExpandCalls())
+	assert.Equal(t, 1, fo.Calls(), "the demand's only: nothing fetched twice")
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"sync/atomic"
 
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -132,6 +133,7 @@ type Scheduler struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup // the workers
 	closeOnce sync.Once
+	whole     atomic.Bool // a job's whole-levels Expand is in flight (expandWhole)
 }
 
 // New starts a scheduler with cfg.Workers workers; Close stops them.

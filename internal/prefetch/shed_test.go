@@ -1,8 +1,10 @@
 package prefetch
 
 import (
+	"context"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
@@ -80,4 +82,78 @@ func TestShedSpeculationBacksOffWithoutFailing(t *testing.T) {
 	statuses = walkByGetThinking(t, r.engine, "b-task-0", r.engine.s.Idle)
 	assert.Contains(t, statuses, fetch.StatusHitPrefetched, "speculation lands again")
 	assert.Equal(t, 4, win.Limit(), "answered speculation opened the window again")
+}
+
+// The scheduler starts no more speculative origin calls than the window
+// allows, and starts the others as slots free.
+func TestSpeculationKeepsWithinTheWindow(t *testing.T) {
+	objs := tree(t, 3, 2) // a root and its 3 children
+	fo := newFakeOrigin(objs)
+	win := NewWindow(4, nil)
+	win.mu.Lock()
+	win.set(1)
+	win.mu.Unlock()
+	var children []string
+	for _, r := range objs[0].Refs {
+		children = append(children, r.ID)
+		fo.Block[r.ID] = true
+	}
+	// One id per batch: the root's children make three speculative calls.
+	r := newRigBatch(t, fo, Config{Window: win}, 1, Static{Depth: 1, MaxObjects: 10}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{objs[0].ID}, Hint{})
+	require.NoError(t, err)
+
+	<-fo.Started
+	select {
+	case ids := <-fo.Started:
+		t.Fatalf("%v started while the window allows one speculative call, and one is in flight", ids)
+	case <-time.After(100 * time.Millisecond): // nothing may come; this only bounds the wait
+	}
+	for i := range children {
+		fo.Release <- struct{}{}
+		if i < len(children)-1 {
+			<-fo.Started // the next call starts once the slot is free
+		}
+	}
+	r.engine.s.Idle()
+	rs, _, err := r.engine.Get(context.Background(), children, Hint{})
+	require.NoError(t, err)
+	for _, res := range rs {
+		assert.Equal(t, StatusHitPrefetched, res.Status, res.Object.ID)
+	}
+}
+
+// A speculative Expand takes a window slot too, before it claims its ids.
+func TestSpeculativeExpandsKeepWithinTheWindow(t *testing.T) {
+	a := tree(t, 3, 3)
+	b := renamed(a, "b-")
+	fo := newFakeOrigin(slices.Concat(a, b))
+	gate := make(chan struct{})
+	fx := &fakeExpander{Origin: fo, Gate: map[int]chan struct{}{0: gate}, Paused: make(chan int, 8)}
+	win := NewWindow(4, nil)
+	win.mu.Lock()
+	win.set(1)
+	win.mu.Unlock()
+	r := newRig(t, fx, Config{Window: win}, Static{Depth: 2, MaxObjects: 100}, cache.Config{})
+	for _, root := range []string{a[0].ID, b[0].ID} {
+		_, _, err := r.engine.Get(context.Background(), []string{root}, Hint{})
+		require.NoError(t, err)
+	}
+
+	<-fx.Paused // one Expand holds the only slot
+	select {
+	case <-fx.Paused:
+		t.Fatal("a second speculative Expand started while the window allows one")
+	case <-time.After(100 * time.Millisecond): // nothing may come; this only bounds the wait
+	}
+	close(gate)
+	r.engine.s.Idle()
+	assert.Equal(t, 2, fx.ExpandCalls())
+	for _, tr := range [][]*graph.Object{a, b} {
+		rs, _, err := r.engine.Get(context.Background(), []string{tr[1].ID, tr[len(tr)-1].ID}, Hint{})
+		require.NoError(t, err)
+		for _, res := range rs {
+			assert.Equal(t, StatusHitPrefetched, res.Status, res.Object.ID)
+		}
+	}
 }

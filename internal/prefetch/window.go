@@ -108,7 +108,7 @@ func (w *Window) Observe(rt origin.RoundTrip) {
 	switch {
 	case rt.Shed():
 		w.speculated(true)
-	case rt.Err != nil:
+	case rt.Err != nil: // a failure or a cancellation: no word on load
 	case rt.Speculative:
 		w.speculated(false)
 	case rt.RPC == "BatchGet":

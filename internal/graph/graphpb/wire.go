@@ -17,10 +17,10 @@ import (
 // An object received encoded and sent on unchanged need not be decoded into
 // protobuf messages nor encoded again: Decode builds the graph.Object
 // straight from its bytes, which it keeps (graph.Object.Wire) and whose
-// strings and payload are views of them, and Encoded returns those bytes as
-// they are, to be sent on. Decoding an object so costs two allocations (the object and
-// its refs) besides the bytes' own, where protobuf's costs one per ref and
-// string and the conversion one more per object.
+// payload is a view of them, and Encoded returns those bytes as they are,
+// to be sent on. Decoding an object so costs three allocations (the object,
+// its refs and one copy of its strings) besides the bytes' own, where
+// protobuf's costs one per ref and string and the conversion one more.
 
 // FieldNumber is the number of a message's field, read from its descriptor
 // so that a renumbered proto cannot go unnoticed; it panics if the field
@@ -47,17 +47,20 @@ var (
 var errInvalidUTF8 = errors.New("string field contains invalid UTF-8")
 
 // Decode decodes b, an encoded lookaheadv1.Object, as proto.Unmarshal and
-// FromProto would, into an object that keeps b as its Wire: the caller
-// hands b over and must never modify it. Fields of an unexpected wire type
-// and unknown fields are skipped, as protobuf does, and stay in Wire.
+// FromProto would, into an object that keeps b as its Wire and whose
+// payload is a view of it: the caller hands b over and must never modify
+// it. Fields of an unexpected wire type and unknown fields are skipped, as
+// protobuf does, and stay in Wire. The strings (id, type, refs) are views
+// of one copy of their own: ids travel on into maps of their own (in-flight
+// tables, traversal sets, planners), and must not keep a payload alive.
 func Decode(b []byte) (*graph.Object, error) {
-	o := &graph.Object{Wire: b}
-	refs, err := countRefs(b)
+	refs, text, err := measure(b)
 	if err != nil {
 		return nil, err
 	}
+	d := decoder{o: &graph.Object{Wire: b}, text: make([]byte, 0, text)}
 	if refs > 0 {
-		o.Refs = make([]graph.Ref, 0, refs)
+		d.o.Refs = make([]graph.Ref, 0, refs)
 	}
 	for rest := b; len(rest) > 0; {
 		num, typ, n := protowire.ConsumeTag(rest)
@@ -67,11 +70,11 @@ func Decode(b []byte) (*graph.Object, error) {
 		rest = rest[n:]
 		switch {
 		case num == objectVersion && typ == protowire.VarintType:
-			o.Version, n = protowire.ConsumeVarint(rest)
+			d.o.Version, n = protowire.ConsumeVarint(rest)
 		case typ == protowire.BytesType && num >= objectID && num <= objectPayload:
 			var v []byte
 			if v, n = protowire.ConsumeBytes(rest); n >= 0 {
-				err = setField(o, num, v)
+				err = d.setField(num, v)
 			}
 		default:
 			n = protowire.ConsumeFieldValue(num, typ, rest)
@@ -84,29 +87,35 @@ func Decode(b []byte) (*graph.Object, error) {
 		}
 		rest = rest[n:]
 	}
-	return o, nil
+	return d.o, nil
 }
 
-// setField sets the length-delimited field num of o to v.
-func setField(o *graph.Object, num protowire.Number, v []byte) (err error) {
+// decoder is one Decode: the object, and the copy its strings are views of.
+type decoder struct {
+	o    *graph.Object
+	text []byte // allocated once, at its final size: views stay valid
+}
+
+// setField sets the length-delimited field num of the object to v.
+func (d *decoder) setField(num protowire.Number, v []byte) (err error) {
 	switch num {
 	case objectID:
-		o.ID, err = view(v)
+		d.o.ID, err = d.str(v)
 	case objectType:
-		o.Type, err = view(v)
+		d.o.Type, err = d.str(v)
 	case objectPayload:
-		o.Payload = v[:len(v):len(v)]
+		d.o.Payload = v[:len(v):len(v)]
 	case objectRefs:
 		var r graph.Ref
-		if r, err = decodeRef(v); err == nil {
-			o.Refs = append(o.Refs, r)
+		if r, err = d.ref(v); err == nil {
+			d.o.Refs = append(d.o.Refs, r)
 		}
 	}
 	return err
 }
 
-// decodeRef decodes an encoded lookaheadv1.Ref.
-func decodeRef(b []byte) (r graph.Ref, err error) {
+// ref decodes an encoded lookaheadv1.Ref.
+func (d *decoder) ref(b []byte) (r graph.Ref, err error) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
@@ -119,9 +128,9 @@ func decodeRef(b []byte) (r graph.Ref, err error) {
 				return r, protowire.ParseError(n)
 			}
 			if num == refField {
-				r.Field, err = view(v)
+				r.Field, err = d.str(v)
 			} else {
-				r.ID, err = view(v)
+				r.ID, err = d.str(v)
 			}
 			if err != nil {
 				return r, err
@@ -134,38 +143,45 @@ func decodeRef(b []byte) (r graph.Ref, err error) {
 	return r, nil
 }
 
-// countRefs counts the refs of an encoded object, so that its Refs are
-// allocated once.
-func countRefs(b []byte) (int, error) {
-	refs := 0
+// measure counts the refs of an encoded object and bounds the bytes of its
+// strings (ids, type, refs), so that its Refs and text are allocated once.
+func measure(b []byte) (refs, text int, err error) {
 	for len(b) > 0 {
 		num, typ, n := protowire.ConsumeTag(b)
 		if n < 0 {
-			return 0, protowire.ParseError(n)
+			return 0, 0, protowire.ParseError(n)
 		}
 		b = b[n:]
-		if num == objectRefs && typ == protowire.BytesType {
-			refs++
-		}
 		if n = protowire.ConsumeFieldValue(num, typ, b); n < 0 {
-			return 0, protowire.ParseError(n)
+			return 0, 0, protowire.ParseError(n)
+		}
+		if typ == protowire.BytesType && num != objectPayload {
+			text += n // the field's bytes and its length: more than its strings
+			if num == objectRefs {
+				refs++
+			}
 		}
 		b = b[n:]
 	}
-	return refs, nil
+	return refs, text, nil
 }
 
-// view is v as a string without copying it, refused as protobuf refuses a
-// string field that is not UTF-8. v must never change: Decode's caller
-// owns the bytes and promises that.
-func view(v []byte) (string, error) {
+// str copies v, refused as protobuf refuses a string field that is not
+// UTF-8, into the decoder's text and returns it as a string that is a view
+// of the copy, which never changes.
+func (d *decoder) str(v []byte) (string, error) {
 	if !utf8.Valid(v) {
 		return "", errInvalidUTF8
 	}
 	if len(v) == 0 {
 		return "", nil
 	}
-	return unsafe.String(unsafe.SliceData(v), len(v)), nil
+	if len(d.text)+len(v) > cap(d.text) { // beyond what measure counted: cannot be, but a view of moved bytes would be wrong
+		return string(v), nil
+	}
+	at := len(d.text)
+	d.text = append(d.text, v...)
+	return unsafe.String(&d.text[at], len(v)), nil
 }
 
 // Encoded is o encoded as a lookaheadv1.Object: its Wire when it has one
