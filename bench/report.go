@@ -201,7 +201,7 @@ func (r *reporter) w2(res *w2Result) {
 	fmt.Fprintf(&b, "## W2 — Knafla navigation\n\n")
 	fmt.Fprintf(&b, "Latency %d ms one way — measured round trip %s. %d pages of %d objects (%d-byte payloads) loaded with `bin/origin --load` from NDJSON; "+
 		"each run visits %d pages object by object, one Get per object, through a fresh sidecar. Prefetching sidecars run "+
-		"`--prefetch-mode static --prefetch-depth %d --prefetch-max-objects %d --prefetch-fields %s --prefetch-workers N`; demand fetching is `--prefetch-mode off`. "+
+		"`--prefetch-mode static --prefetch-depth %d --prefetch-max-objects %d --prefetch-fields %s --prefetch-workers N`; the default row runs the sidecar with no prefetch flag (adaptive); demand fetching is `--prefetch-mode off`. "+
 		"Saving = 1 − elapsed(prefetch) ÷ elapsed(demand), medians of %d repetitions of the same navigation, configurations interleaved.\n\n",
 		c.LatencyMS, fmtMS(res.RTT), c.Pages, knafla.PageObjects, c.PayloadBytes, c.Visit, c.Depth, c.MaxObjects,
 		strings.Join(knafla.Fields, ","), c.Reps)
@@ -221,8 +221,8 @@ func (r *reporter) w2(res *w2Result) {
 		labels = append(labels, fmtThink(t))
 	}
 	for ci, cond := range w2Conditions {
-		for _, w := range c.Workers {
-			s := plot.Series{Name: fmt.Sprintf("%s, %d w", cond.Name, w)}
+		for _, w := range res.rowWorkers() {
+			s := plot.Series{Name: cond.Name + ", " + w2Label(w)}
 			for _, t := range c.Think {
 				s.Y = append(s.Y, 100*res.saving(t, ci, w))
 			}

@@ -45,8 +45,9 @@ type w2Sample struct {
 	C       counters
 }
 
-// w2Cell is one think time × condition × workers (0 = prefetch off) ×
-// whether the application reads through a near cache.
+// w2Cell is one think time × condition × workers (0 = prefetch off,
+// w2Default = the sidecar's default prefetching) × whether the application
+// reads through a near cache.
 type w2Cell struct {
 	Think   time.Duration
 	Cond    int // index into w2Conditions
@@ -110,6 +111,14 @@ func (r *w2Result) stallHidden(d, p *w2Cell) float64 {
 	return (float64(d.elapsed()) - float64(p.elapsed())) / stall
 }
 
+// w2Default stands for the sidecar with no prefetch flags (adaptive, its
+// default workers) where a cell's workers go.
+const w2Default = -1
+
+// rowWorkers are the prefetching configurations of the tables: the static
+// ones swept, then the default.
+func (r *w2Result) rowWorkers() []int { return append(slices.Clone(r.Cfg.Workers), w2Default) }
+
 // nearWorkers is the prefetch configuration the near-cache rows use: the
 // most workers swept.
 func (r *w2Result) nearWorkers() int { return slices.Max(r.Cfg.Workers) }
@@ -157,7 +166,7 @@ func runW2(ctx context.Context, e *env, cfg W2Config) (*w2Result, error) {
 		near    bool
 	}
 	configs := []config{{0, false}}
-	for _, w := range cfg.Workers {
+	for _, w := range res.rowWorkers() {
 		configs = append(configs, config{w, false})
 	}
 	configs = append(configs, config{res.nearWorkers(), true})
@@ -193,8 +202,11 @@ func runW2(ctx context.Context, e *env, cfg W2Config) (*w2Result, error) {
 }
 
 func w2Label(workers int) string {
-	if workers == 0 {
+	switch workers {
+	case 0:
 		return "demand"
+	case w2Default:
+		return "default (adaptive)"
 	}
 	return strconv.Itoa(workers) + " worker" + plural(workers, "", "s")
 }
@@ -208,7 +220,10 @@ func w2LabelNear(workers int, near bool) string {
 
 func w2Run(ctx context.Context, e *env, originAddr string, cfg W2Config, nav knafla.Navigation, think time.Duration, workers int, near bool) (s w2Sample, err error) {
 	args := []string{"--prefetch-mode", "off"}
-	if workers > 0 {
+	switch {
+	case workers == w2Default:
+		args = nil
+	case workers > 0:
 		args = []string{"--prefetch-mode", "static", "--prefetch-depth", strconv.Itoa(cfg.Depth),
 			"--prefetch-max-objects", strconv.Itoa(cfg.MaxObjects), "--prefetch-workers", strconv.Itoa(workers),
 			"--prefetch-fields", strings.Join(knafla.Fields, ",")}
@@ -266,14 +281,14 @@ func w2Run(ctx context.Context, e *env, originAddr string, cfg W2Config, nav kna
 // tables renders W2: a summary of savings, then one table per think time
 // with the sidecar's own counters.
 func (r *w2Result) tables() (summary, stall string, detail []string) {
-	header := []string{"condition", "workers"}
+	header := []string{"condition", "sidecar"}
 	for _, t := range r.Cfg.Think {
 		header = append(header, "think "+fmtThink(t))
 	}
 	var rows [][]string
 	for ci, cond := range w2Conditions {
-		for _, w := range r.Cfg.Workers {
-			row := []string{cond.Name, strconv.Itoa(w)}
+		for _, w := range r.rowWorkers() {
+			row := []string{cond.Name, w2Label(w)}
 			for _, t := range r.Cfg.Think {
 				row = append(row, fmtPct(r.saving(t, ci, w)))
 			}
@@ -297,6 +312,11 @@ func (r *w2Result) tables() (summary, stall string, detail []string) {
 			}
 			hidden = append(hidden, row)
 		}
+		row := []string{cond.Name, w2Label(w2Default)}
+		for _, t := range r.Cfg.Think {
+			row = append(row, fmtPct(r.stallHidden(r.cell(t, ci, 0), r.cell(t, ci, w2Default))))
+		}
+		hidden = append(hidden, row)
 	}
 	stall = table(header, hidden)
 	for _, t := range r.Cfg.Think {
@@ -308,13 +328,13 @@ func (r *w2Result) tables() (summary, stall string, detail []string) {
 				}
 				w := c.Workers
 				saving := "(baseline)"
-				if w > 0 {
+				if w != 0 {
 					saving = fmtPct(r.savingOf(r.cell(t, ci, 0), c))
 				}
 				issued := c.med(func(s w2Sample) float64 { return s.C.Issued })
 				used := c.med(func(s w2Sample) float64 { return s.C.Used })
 				prefetch, accuracy := "–", "–"
-				if w > 0 {
+				if w != 0 {
 					prefetch = fmt.Sprintf("%s / %s / %s", fmtCount(issued), fmtCount(used),
 						fmtCount(c.med(func(s w2Sample) float64 { return s.C.Wasted })))
 					if issued > 0 {

@@ -8,10 +8,18 @@ import "slices"
 // A profile view of a user who is the first new friend in the list of a
 // friend read in the view before looks like a follow of that list, one level
 // down; reading the user's posts right after it shows it was not.
+//
+// Only a read the evidence argues against is undone: one of a field that
+// has been offered and seen not followed, below the prior. A reader that
+// descends a chain or a tree (Knafla's navigation: a page's next object, a
+// branch's child) also goes on with the children of each object it reads;
+// undoing those follows would teach that the chain is never followed, and
+// nothing would ever be prefetched for it.
 type firstRead struct {
-	child string
-	of    offer
-	stats *fieldStats // of.key's statistics before the follow; nil: none
+	child   string
+	of      offer
+	stats   *fieldStats // of.key's statistics before the follow; nil: none
+	against bool        // those statistics say the field is not followed
 }
 
 // readFirstLocked records that child was read as the first ref of of's
@@ -21,18 +29,20 @@ func (l *Learned) readFirstLocked(child string, of offer) {
 	if s := l.stats[of.key]; s != nil {
 		copied := *s
 		f.stats = &copied
+		f.against = (s.allFollowed+priorWeight*l.cfg.Prior)/(s.allOffered+priorWeight) < l.cfg.Prior
 	}
 	l.first = f
 }
 
 // checkFirstLocked is told how each read was claimed (claimed reports
 // whether it follows a list, of which): if it follows the list of the object
-// a first read just read, that read was a direct request after all, and
-// revertFirstLocked undoes its follow; of moves to depth 0 with it.
+// a first read just read, and the evidence was against that read being a
+// follow, it was a direct request after all, and revertFirstLocked undoes
+// its follow; of moves to depth 0 with it.
 func (l *Learned) checkFirstLocked(of *offer, claimed bool) {
 	f := l.first
 	l.first = nil
-	if f != nil && claimed && of.parent == f.child {
+	if f != nil && f.against && claimed && of.parent == f.child {
 		l.revertFirstLocked(f)
 		of.key.depth = 0
 	}

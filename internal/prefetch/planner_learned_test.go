@@ -188,14 +188,22 @@ func TestLearnedFarDownAListIsNotAFollow(t *testing.T) {
 
 // A user read right after a friend of the user before it, and the first new
 // friend in that friend's list, looks like a follow of the list; when the
-// next read is the user's own first friend, it started a walk of its own
-// (a profile view): the follow is undone, the user was read at depth 0, and
-// friends' friends are as unknown as before.
+// next read is the user's own first friend, and friends' friends were seen
+// not followed before, it started a walk of its own (a profile view): the
+// follow is undone, the user was read at depth 0, and friends' friends are
+// as unlikely as before.
 func TestLearnedWalkFromAFirstReadMakesItDirect(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
+	// A view before: its friends' lists were passed by, not followed.
+	l.Read([]*graph.Object{user("x", 2, "xf")})
+	l.Read([]*graph.Object{user("xf0", 2, "a")})
+	l.Read([]*graph.Object{user("xf1", 2, "b")})
 	l.Read([]*graph.Object{user("u", 3, "f")})
 	l.Read([]*graph.Object{user("f0", 2, "v")}) // f0's first friend is v0
 	l.Read([]*graph.Object{user("f1", 2, "w")})
+	before := *l.stats[edgeKey{1, "User", "friends"}]
+	require.Zero(t, before.allFollowed)
+	require.NotZero(t, before.allOffered, "friends' friends offered, not followed")
 	l.Read([]*graph.Object{user("v0", 2, "v0f")}) // a view of v0
 	assert.Equal(t, 2, l.Depth("v0"), "at first, a follow of f0's list")
 	l.Read([]*graph.Object{user("v0f0", 1, "z")}) // v0's first friend
@@ -204,7 +212,23 @@ func TestLearnedWalkFromAFirstReadMakesItDirect(t *testing.T) {
 	assert.Nil(t, l.lists[listKey{"f0", "friends"}], "f0's list was not read")
 	assert.Zero(t, l.stats[edgeKey{1, "User", "friends"}].allFollowed, "no friend's friend was followed")
 	assert.NotNil(t, l.lists[listKey{"v0", "friends"}], "v0's list was")
-	assert.Less(t, l.Chances(user("x", 2, "xf"), 1, nil)[0], 0.5, "a friend's friends are not fetched")
+	assert.Less(t, l.Chances(user("y", 2, "yf"), 1, nil)[0], 0.5, "a friend's friends are not fetched")
+}
+
+// A reader that descends a chain (each object's one ref, then that
+// object's) goes on with the children of every object it reads, as a
+// profile view does; with no evidence against the field, each step is a
+// follow, and the chain is soon fetched ahead.
+func TestLearnedChainIsFollowed(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	link := func(i int) *graph.Object {
+		return &graph.Object{ID: fmt.Sprint("n", i), Type: "Node", Refs: []graph.Ref{{Field: "next", ID: fmt.Sprint("n", i+1)}}}
+	}
+	for i := range 12 {
+		l.Read([]*graph.Object{link(i)})
+	}
+	assert.Equal(t, maxContextDepth+1, l.Depth("n11"), "each read a follow of the one before")
+	assert.GreaterOrEqual(t, l.Chances(link(100), maxContextDepth, nil)[0], 0.5, "the next link is fetched")
 }
 
 // Reading from a list of an object closes the lists not started of the
