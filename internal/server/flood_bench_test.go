@@ -39,12 +39,14 @@ const floodClients = 10000
 // uncached roots, refused beyond --max-walks); "none" is the same hits
 // without a flood, the floor of this machine; in "gets-apart" the
 // flooding callers run in another process (this test binary again), over
-// TCP, as applications would. It reports the hit's p50 and p99. Run it
+// TCP, as applications would, and in "gets-apart-40conns" that process
+// spreads them over 40 connections. It reports the hit's p50 and p99. Run it
 // with a fixed count, e.g. -benchtime 2000x: the flood is set up once per
 // run.
 //
 // The hits have a client connection of their own and the flood another
-// (one connection shared by all its callers), as two applications would;
+// (one connection shared by all its callers, but for gets-apart-40conns),
+// as two applications would;
 // each kind runs with the servers' per-connection stream limit at
 // streams=N (grpc.MaxConcurrentStreams, --max-concurrent-streams), where
 // the flood's streams beyond N wait in its own client, and at
@@ -53,14 +55,15 @@ func BenchmarkHitDuringFlood(b *testing.B) {
 	for _, fl := range []struct {
 		name             string
 		getters, walkers int
-		apart            bool
+		conns            int // of a flood from another process; 0 = in this one
 	}{
-		{"none", 0, 0, false}, {"gets", floodClients, 0, false},
-		{"gets+walks", floodClients * 9 / 10, floodClients / 10, false}, {"gets-apart", floodClients, 0, true},
+		{"none", 0, 0, 0}, {"gets", floodClients, 0, 0},
+		{"gets+walks", floodClients * 9 / 10, floodClients / 10, 0}, {"gets-apart", floodClients, 0, 1},
+		{"gets-apart-40conns", floodClients, 0, 40},
 	} {
 		for _, streams := range floodStreamLimits {
 			b.Run(fmt.Sprintf("flood=%s/streams=%s", fl.name, streamLimitName(streams)), func(b *testing.B) {
-				benchmarkHitDuringFlood(b, fl.getters, fl.walkers, fl.apart, streams)
+				benchmarkHitDuringFlood(b, fl.getters, fl.walkers, fl.conns, streams)
 			})
 		}
 	}
@@ -78,7 +81,7 @@ func streamLimitName(n uint32) string {
 }
 
 // benchmarkHitDuringFlood is one row of BenchmarkHitDuringFlood.
-func benchmarkHitDuringFlood(b *testing.B, getters, walkers int, apart bool, streams uint32) {
+func benchmarkHitDuringFlood(b *testing.B, getters, walkers, conns int, streams uint32) {
 	o := origintest.New(&graph.Object{ID: "hit", Version: 1, Payload: make([]byte, 1024)})
 	o.Misbehave(origintest.Misbehaviour{Delay: 50 * time.Millisecond, Generate: origintest.Endless(2)})
 	limit := grpc.MaxConcurrentStreams(streams)
@@ -90,10 +93,10 @@ func benchmarkHitDuringFlood(b *testing.B, getters, walkers int, apart bool, str
 		b.Fatal(err)
 	}
 	var stop func()
-	if apart {
-		stop = floodApart(b, r, getters, limit)
+	if conns > 0 {
+		stop = floodApart(b, r, getters, conns, limit)
 	} else {
-		stop = flood(r.client, getters, walkers)
+		stop = flood([]lookaheadv1.SidecarServiceClient{r.client}, getters, walkers)
 	}
 	defer stop()
 	missed := testutil.ToFloat64(r.m.Misses)
@@ -147,12 +150,14 @@ func (s schedSample) p99since() float64 {
 }
 
 // flood starts getters callers that Get a new id each time and walkers
-// that open GetGraphs of new roots, until stop, which waits for them.
-func flood(c lookaheadv1.SidecarServiceClient, getters, walkers int) (stop func()) {
+// that open GetGraphs of new roots, until stop, which waits for them; the
+// callers take turns over the clients cs.
+func flood(cs []lookaheadv1.SidecarServiceClient, getters, walkers int) (stop func()) {
 	ctx, cancel := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	for i := range getters + walkers {
+		c := cs[i%len(cs)]
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				id := fmt.Sprintf("flood-%d", next.Add(1))
@@ -172,14 +177,15 @@ func flood(c lookaheadv1.SidecarServiceClient, getters, walkers int) (stop func(
 	return func() { cancel(); wg.Wait() }
 }
 
-// floodEnv, set to "address,callers", makes this test binary a flooding
+// floodEnv, set to "address,callers,connections", makes this test binary a flooding
 // client of the sidecar at address instead of running tests: see
 // floodApart.
 const floodEnv = "LOOKAHEAD_FLOOD"
 
-// floodApart serves r's sidecar on TCP too, with opts, and floods it with getters
-// callers from another process (this binary under floodEnv), until stop.
-func floodApart(b *testing.B, r *hostileRig, getters int, opts ...grpc.ServerOption) (stop func()) {
+// floodApart serves r's sidecar on TCP too, with opts, and floods it with
+// getters callers over conns connections from another process (this
+// binary under floodEnv), until stop.
+func floodApart(b *testing.B, r *hostileRig, getters, conns int, opts ...grpc.ServerOption) (stop func()) {
 	b.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
@@ -187,7 +193,7 @@ func floodApart(b *testing.B, r *hostileRig, getters int, opts ...grpc.ServerOpt
 	lookaheadv1.RegisterSidecarServiceServer(gs, r.svc)
 	go func() { _ = gs.Serve(lis) }()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d", floodEnv, lis.Addr(), getters))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d", floodEnv, lis.Addr(), getters, conns))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	require.NoError(b, err)
@@ -206,19 +212,23 @@ func floodApart(b *testing.B, r *hostileRig, getters int, opts ...grpc.ServerOpt
 // floodFrom is the flooding process: spec is floodEnv's value; it floods
 // until its standard input closes, and returns the exit status.
 func floodFrom(spec string) int {
-	addr, n, _ := strings.Cut(spec, ",")
-	getters, err := strconv.Atoi(n)
-	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s=%q: %v\n", floodEnv, spec, err)
+	var addr string
+	var getters, conns int
+	if _, err := fmt.Sscanf(strings.ReplaceAll(spec, ",", " "), "%s %d %d", &addr, &getters, &conns); err != nil || conns < 1 {
+		fmt.Fprintf(os.Stderr, "%s=%q: want address,callers,connections (%v)\n", floodEnv, spec, err)
 		return 2
 	}
-	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
+	cs := make([]lookaheadv1.SidecarServiceClient, conns)
+	for i := range cs {
+		cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		defer cc.Close()
+		cs[i] = lookaheadv1.NewSidecarServiceClient(cc)
 	}
-	defer cc.Close()
-	stop := flood(lookaheadv1.NewSidecarServiceClient(cc), getters, 0)
+	stop := flood(cs, getters, 0)
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	stop()
 	return 0
