@@ -58,25 +58,15 @@ func (s *Server) read(ids []string, links bool) (raw [][]byte, objs []*graph.Obj
 	return raw, objs, missing, nil
 }
 
-// fieldNumber is the number of a message's field, read from its descriptor
-// so that a renumbered proto cannot go unnoticed.
-func fieldNumber(m proto.Message, name protoreflect.Name) protowire.Number {
-	f := m.ProtoReflect().Descriptor().Fields().ByName(name)
-	if f == nil {
-		panic(fmt.Sprintf("originserver: %s has no field %s", m.ProtoReflect().Descriptor().FullName(), name))
-	}
-	return f.Number()
-}
-
 var (
-	batchObjects = fieldNumber(&lookaheadv1.OriginServiceBatchGetResponse{}, "objects")
-	batchMissing = fieldNumber(&lookaheadv1.OriginServiceBatchGetResponse{}, "missing_ids")
-	expandObject = fieldNumber(&lookaheadv1.ExpandResponse{}, "objects")
-	expandMissed = fieldNumber(&lookaheadv1.ExpandResponse{}, "missing_ids")
-	objectID     = fieldNumber(&lookaheadv1.Object{}, "id")
-	objectRefs   = fieldNumber(&lookaheadv1.Object{}, "refs")
-	refField     = fieldNumber(&lookaheadv1.Ref{}, "field")
-	refID        = fieldNumber(&lookaheadv1.Ref{}, "id")
+	batchObjects = graphpb.FieldNumber(&lookaheadv1.OriginServiceBatchGetResponse{}, "objects")
+	batchMissing = graphpb.FieldNumber(&lookaheadv1.OriginServiceBatchGetResponse{}, "missing_ids")
+	expandObject = graphpb.FieldNumber(&lookaheadv1.ExpandResponse{}, "objects")
+	expandMissed = graphpb.FieldNumber(&lookaheadv1.ExpandResponse{}, "missing_ids")
+	objectID     = graphpb.FieldNumber(&lookaheadv1.Object{}, "id")
+	objectRefs   = graphpb.FieldNumber(&lookaheadv1.Object{}, "refs")
+	refField     = graphpb.FieldNumber(&lookaheadv1.Ref{}, "field")
+	refID        = graphpb.FieldNumber(&lookaheadv1.Ref{}, "id")
 )
 
 // appendBytesField appends field num holding b.
