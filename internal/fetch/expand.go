@@ -123,7 +123,12 @@ func (x *Expansion) JoinedRoots(ctx context.Context) ([]*graph.Object, error) {
 // errors.ErrUnsupported means the origin cannot expand (the fetcher stops
 // asking). Every claim is released by the time Run returns.
 func (x *Expansion) Run(ctx context.Context) error {
-	if len(x.roots) == 0 { // all in flight already
+	x.mu.Lock()
+	nothing := x.pending == 0
+	x.mu.Unlock()
+	if len(x.roots) == 0 || nothing {
+		// All in flight already, or all held as far as the walk goes: the
+		// origin has nothing to send.
 		x.finish(nil)
 		return nil
 	}

@@ -78,3 +78,17 @@ func TestExpansionFollowsKnownObjectsInTheOriginsOrder(t *testing.T) {
 		}
 	}
 }
+
+// An expansion of held roots whose subgraph, as far as the budget goes, is
+// all held asks the origin nothing.
+func TestExpansionOfWhatIsHeldAsksNothing(t *testing.T) {
+	objs := fetchtest.Tree(t, 2, 3) // 7 objects
+	fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(objs)}
+	r := newRig(t, fx, Config{}, cache.Config{})
+	r.f.fill(objs, nil, false, r.c.Changes())
+	x := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 5}, true)
+	require.NoError(t, x.Run(context.Background()))
+	assert.Zero(t, fx.ExpandCalls())
+	assert.Len(t, x.known, len(objs))
+	assert.Zero(t, x.pending)
+}

@@ -56,6 +56,15 @@ func (l *Learned) listLocked(k edgeKey) listChances {
 	if c.s == nil {
 		c.s = l.treeLikeLocked(k)
 	}
+	if c.s == nil && k.depth > 0 {
+		// A field with no evidence at this depth borrows the level above's
+		// when a list there was read to its end and never back: friends of
+		// friends are read as the friends were, until this level's own
+		// evidence (a list passed by, say) tells otherwise.
+		if up := l.stats[edgeKey{k.depth - 1, k.typ, k.field}]; up != nil && up.ended && !up.cyclic {
+			c.s = up
+		}
+	}
 	if c.s != nil {
 		c.prior = (c.s.allFollowed + priorWeight*l.cfg.Prior) / (c.s.allOffered + priorWeight)
 		c.run = c.s.maxRun

@@ -295,3 +295,19 @@ func TestLearnedLimitSkipsWhatTheWalkRead(t *testing.T) {
 	assert.GreaterOrEqual(t, c[10], 0.5, "bx6")
 	assert.Zero(t, c[11], "bx7")
 }
+
+// A field with no evidence one level down borrows the level above's when a
+// list there was read to its end: once a user's whole friend list was read,
+// a friend's friends are fetched before any of them was read, as a
+// friends-of-friends walk needs.
+func TestLearnedBorrowsFromTheLevelAboveReadToItsEnd(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	friend := user("g", 4, "gf") // a friend of a user read before, at depth 1
+	assert.Less(t, l.Chances(friend, 1, nil)[0], 0.5, "nothing known")
+	l.Read([]*graph.Object{user("u", 3, "f")})
+	for i := range 3 {
+		l.Read([]*graph.Object{user(fmt.Sprint("f", i), 0, "")}) // u's friends, in order, to the end
+	}
+	require.Nil(t, l.stats[edgeKey{1, "User", "friends"}], "no evidence one level down")
+	assert.GreaterOrEqual(t, l.Chances(friend, 1, nil)[0], 0.5, "a friend's first friend is fetched")
+}
