@@ -37,9 +37,10 @@ type Describer interface {
 	Describe(ctx context.Context) (origin.Description, error)
 }
 
-// Invalidator is what the watcher needs from the cache.
+// Invalidator is what the watcher needs from the sidecar: fetch.Fetcher's
+// Changed, the one entry of write-side events.
 type Invalidator interface {
-	InvalidateVersion(id string, version uint64, deleted bool) bool
+	Changed(id string, version uint64, deleted bool) bool
 }
 
 // FromClient adapts the origin client to a Source.
@@ -333,7 +334,7 @@ func (w *Watcher) apply(changes []origin.Change) {
 		return
 	}
 	for _, c := range changes {
-		w.cache.InvalidateVersion(c.ID, c.Version, c.Deleted)
+		w.cache.Changed(c.ID, c.Version, c.Deleted)
 	}
 	w.m.Changes.Add(float64(len(changes)))
 	w.mu.Lock()

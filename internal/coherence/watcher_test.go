@@ -89,7 +89,7 @@ type recorder struct {
 	clears  int
 }
 
-func (r *recorder) InvalidateVersion(id string, version uint64, deleted bool) bool {
+func (r *recorder) Changed(id string, version uint64, deleted bool) bool {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.changes = append(r.changes, origin.Change{ID: id, Version: version, Deleted: deleted})

@@ -15,12 +15,6 @@ func (f *Fetcher) Changed(id string, version uint64, deleted bool) bool {
 	return f.cache.InvalidateVersion(id, version, deleted)
 }
 
-// InvalidateVersion is Changed under the name the change-stream follower
-// uses.
-func (f *Fetcher) InvalidateVersion(id string, version uint64, deleted bool) bool {
-	return f.Changed(id, version, deleted)
-}
-
 // Clear empties the cache and forgets every fetch in flight, for an origin
 // whose history restarted or whose dataset changed: nothing read before is
 // served or cached after.

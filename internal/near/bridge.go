@@ -30,11 +30,6 @@ func (f Fetcher) Changed(id string, version uint64, deleted bool) bool {
 	return dropped
 }
 
-// InvalidateVersion is Changed under the change-stream follower's name.
-func (f Fetcher) InvalidateVersion(id string, version uint64, deleted bool) bool {
-	return f.Changed(id, version, deleted)
-}
-
 // Clear implements fetch.Fetcher.Clear and flushes every subscriber.
 func (f Fetcher) Clear() {
 	f.Fetcher.Clear()

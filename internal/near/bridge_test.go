@@ -38,7 +38,7 @@ func TestFetcherTellsTheHubOfEveryChangeAndClear(t *testing.T) {
 	nf := h.Fetcher(f)
 	h.Track(s.ID, []string{"x", "y"})
 	nf.Changed("x", 5, false)
-	nf.InvalidateVersion("y", 2, true)
+	nf.Changed("y", 2, true)
 	assert.Equal(t, []string{"invalidation x v5", "invalidation y v2"}, kinds(h.Take(s, 10)))
 	nf.Changed("x", 6, false)
 	nf.Clear()
