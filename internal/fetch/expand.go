@@ -65,7 +65,7 @@ type Expansion struct {
 	reach    *graph.Reach             // ids scheduled: roots and followed refs, by the traversal's rules
 	claims   map[int][]*batch         // level → in-flight claims not yet released
 	known    map[string]*graph.Object // held objects sent as known_ids: the origin walks through them, never sends them
-	order    [][]string               // per level, the ids admitted, in the origin's order
+	order    [][]string               // per level, the ids admitted, in the origin's order (below the roots only with known objects)
 	left     []int                    // per level, admitted ids neither known, received nor missing
 	next     int                      // position in order[level] up to which refs were followed
 	level    int                      // the level being received; lower ones are complete
@@ -96,16 +96,19 @@ func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool)
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	x.joins = x.claim(0, roots)
-	joined := make(map[string]bool)
+	var elsewhere map[string]bool // roots another fetch brings
 	for _, ids := range x.joins {
-		x.pending -= len(ids) // another fetch brings them: the origin will not
+		x.pending -= len(ids) // the origin will not bring them
 		x.left[0] -= len(ids)
+		if elsewhere == nil {
+			elsewhere = make(map[string]bool)
+		}
 		for _, id := range ids {
-			joined[id] = true
+			elsewhere[id] = true
 		}
 	}
 	for _, id := range x.order[0] {
-		if !joined[id] {
+		if !elsewhere[id] {
 			x.roots = append(x.roots, id)
 		}
 	}
@@ -159,7 +162,11 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 		if !x.reach.Admit(id) {
 			continue
 		}
-		x.order[level] = append(x.order[level], id)
+		if level == 0 || len(x.known) > 0 {
+			// The roots, and where known objects may stand among them the
+			// order follow keeps to; otherwise nothing reads it.
+			x.order[level] = append(x.order[level], id)
+		}
 		if x.known[id] != nil {
 			continue // held: the origin walks through it, and so does settle
 		}
