@@ -72,7 +72,6 @@ type Expansion struct {
 	finished bool
 	err      error
 	changed  chan struct{} // closed and replaced whenever a level completes
-	pending  int           // ids scheduled and neither received nor missing
 	dropped  int           // objects received that the walk did not expect
 }
 
@@ -98,8 +97,7 @@ func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool)
 	x.joins = x.claim(0, roots)
 	var elsewhere map[string]bool // roots another fetch brings
 	for _, ids := range x.joins {
-		x.pending -= len(ids) // the origin will not bring them
-		x.left[0] -= len(ids)
+		x.left[0] -= len(ids) // the origin will not bring them
 		if elsewhere == nil {
 			elsewhere = make(map[string]bool)
 		}
@@ -127,7 +125,7 @@ func (x *Expansion) JoinedRoots(ctx context.Context) ([]*graph.Object, error) {
 // asking). Every claim is released by the time Run returns.
 func (x *Expansion) Run(ctx context.Context) error {
 	x.mu.Lock()
-	nothing := x.pending == 0
+	nothing := x.awaited() == 0
 	x.mu.Unlock()
 	if len(x.roots) == 0 || nothing {
 		// All in flight already, or all held as far as the walk goes: the
@@ -170,7 +168,6 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 		if x.known[id] != nil {
 			continue // held: the origin walks through it, and so does settle
 		}
-		x.pending++
 		x.left[level]++
 		fresh = append(fresh, id)
 	}
@@ -220,7 +217,6 @@ func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) e
 	for _, id := range missing {
 		if _, seen := x.got[id]; !seen && x.reach.Has(id) && x.known[id] == nil {
 			x.got[id] = absent
-			x.pending--
 			x.left[level]--
 			kept = append(kept, id)
 		}
@@ -228,7 +224,7 @@ func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) e
 	x.claim(level+1, next)
 	x.f.fill(objs, kept, x.speculative, x.since)
 	x.settle()
-	if x.pending == 0 {
+	if x.awaited() == 0 {
 		return graph.ErrStop // everything expected has arrived: stop reading
 	}
 	return nil
@@ -244,7 +240,6 @@ func (x *Expansion) expected(level int, objs []*graph.Object) []*graph.Object {
 			x.dropped++
 			continue
 		}
-		x.pending--
 		x.left[level]--
 		kept = append(kept, o)
 	}

@@ -115,3 +115,12 @@ func (x *Expansion) settle() {
 		x.advance()
 	}
 }
+
+// awaited is how many ids the walk still expects from the origin.
+func (x *Expansion) awaited() int {
+	n := 0
+	for _, k := range x.left {
+		n += k
+	}
+	return n
+}

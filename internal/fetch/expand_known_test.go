@@ -72,7 +72,7 @@ func TestExpansionFollowsKnownObjectsInTheOriginsOrder(t *testing.T) {
 				for id := range x.got {
 					assert.True(t, want[id], "%s received but not in the walk", id)
 				}
-				assert.Zero(t, x.pending)
+				assert.Zero(t, x.awaited())
 				assert.Empty(t, x.claims)
 			})
 		}
@@ -90,5 +90,5 @@ func TestExpansionOfWhatIsHeldAsksNothing(t *testing.T) {
 	require.NoError(t, x.Run(context.Background()))
 	assert.Zero(t, fx.ExpandCalls())
 	assert.Len(t, x.known, len(objs))
-	assert.Zero(t, x.pending)
+	assert.Zero(t, x.awaited())
 }
