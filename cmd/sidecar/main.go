@@ -108,6 +108,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxWalks, "max-walks", 64, "GetGraph streams served at once; beyond it new ones are refused RESOURCE_EXHAUSTED")
 	o.server.StreamBytes = 64 << 20
 	fs.Var((*byteSize)(&o.server.StreamBytes), "stream-memory-bytes", "bytes all GetGraph streams together hold for their clients (suffixes KiB, MiB, GiB); a walk under way waits for room, a new one is refused RESOURCE_EXHAUSTED while none is left")
+	fs.IntVar(&o.server.MaxOriginRequests, "max-origin-requests", 256, "Gets and BatchGets with an uncached id served at once, across all connections; more wait for a place (a request the cache answers whole never does)")
+	fs.IntVar(&o.server.MaxOriginWaiting, "max-origin-waiting", 4096, "requests waiting for one of --max-origin-requests places; beyond it new ones are refused RESOURCE_EXHAUSTED")
 	fs.DurationVar(&o.healthInterval, "health-interval", time.Second, "how often the origin's health is checked")
 	fs.Float64Var(&o.readiness.FailureRatio, "readiness-failure-ratio", 0.5, "the sidecar is not ready (grpc.health NOT_SERVING; liveness stays SERVING) when more than this share of its origin calls in a health interval failed (at least 3), when 3 in a row failed, or while the breaker is open; 1 = only the latter two")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
@@ -234,6 +236,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	svc.EnableNear(hub)
 	metrics.RegisterStreamMemory(reg, svc.StreamMemory)
+	metrics.RegisterOriginRequests(reg, svc.OriginRequests)
 	// The request codec comes after the counting interceptors, so that a
 	// request that does not decode is counted with its INVALID_ARGUMENT.
 	gm := metrics.NewGRPCServer(reg)

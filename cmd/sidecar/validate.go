@@ -35,7 +35,7 @@ func (o *options) finish(mode string) error {
 	errs = append(errs, wrap("-otlp-endpoint", o.tracing.Validate()))
 	server := o.server
 	server.SetDefaults()
-	errs = append(errs, wrap("-max-ids, -max-depth, -max-objects, -max-walks", server.Validate()))
+	errs = append(errs, wrap("-max-ids, -max-depth, -max-objects, -max-walks, -max-origin-requests, -max-origin-waiting", server.Validate()))
 	return errors.Join(errs...)
 }
 
@@ -52,6 +52,7 @@ func (o *options) flagRules() error {
 		{"demand-batches", int64(o.fetch.DemandBatches)},
 		{"prefetch-queue", int64(o.sched.QueueSize)}, {"max-ids", int64(o.server.MaxIDs)},
 		{"max-depth", int64(o.server.MaxDepth)}, {"max-objects", int64(o.server.MaxObjects)}, {"max-walks", int64(o.server.MaxWalks)},
+		{"max-origin-requests", int64(o.server.MaxOriginRequests)}, {"max-origin-waiting", int64(o.server.MaxOriginWaiting)},
 		{"cache-bytes", o.cache.MainBytes}, {"prefetch-bytes", o.cache.PrefetchBytes}, {"stream-memory-bytes", o.server.StreamBytes},
 	} {
 		if v.n == 0 {
