@@ -189,6 +189,19 @@ func RegisterStreamMemory(reg prometheus.Registerer, held func() int64) {
 		func() float64 { return float64(held()) }))
 }
 
+// RegisterOriginRequests exports lookahead_origin_requests{state}, read
+// from count at every scrape.
+func RegisterOriginRequests(reg prometheus.Registerer, count func() (running, waiting int64)) {
+	opts := func(state string) prometheus.GaugeOpts {
+		return prometheus.GaugeOpts{Namespace: namespace, Name: "origin_requests", ConstLabels: prometheus.Labels{"state": state},
+			Help: "Gets and BatchGets with an uncached id being served (running, of --max-origin-requests) or waiting for a place (waiting, of --max-origin-waiting)."}
+	}
+	reg.MustRegister(
+		prometheus.NewGaugeFunc(opts("running"), func() float64 { n, _ := count(); return float64(n) }),
+		prometheus.NewGaugeFunc(opts("waiting"), func() float64 { _, n := count(); return float64(n) }),
+	)
+}
+
 func (c *tierCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.bytes
 	ch <- c.objects
