@@ -58,6 +58,7 @@ type options struct {
 	coherence                                   coherence.Config
 	transport                                   transportOptions // origin retries, breaker, limits; TLS
 	pprof                                       bool             // serve /debug/pprof/ beside /metrics
+	gcPercent                                   int              // the garbage collector's GOGC unless the environment sets one
 	registry                                    registry         // nil: a new prometheus.Registry; tests pass one that records
 	tracing                                     tracing.Config
 	tracer                                      *tracing.Tracing // nil: from tracing; tests pass one that records
@@ -80,6 +81,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines: for diagnosing memory or CPU in production)")
 	o.origins.routes = []originRoute{{target: "127.0.0.1:7071"}}
 	fs.Var(&o.origins, "origin", "origin gRPC address (host:port or a grpc target such as unix:///path or dns:///host:port, whose addresses are replicas used round robin); give it once per origin as PREFIX=TARGET to route the ids starting with PREFIX there, a bare TARGET being the route of every other id")
+	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "the garbage collector's target heap growth in percent (GOGC; a GOGC environment variable overrides it): higher costs less CPU per object and more memory, bounded by the memory limit")
 	fs.StringVar(&o.addrFile, "addr-file", "", "write the bound gRPC and metrics addresses to this file once listening")
 	o.cache.MainBytes = 256 << 20
 	o.cache.PrefetchBytes = 64 << 20
@@ -144,6 +146,8 @@ func cli(args []string, stdout, stderr io.Writer) int {
 func run(ctx context.Context, o *options, log *slog.Logger) error {
 	limit, source := setMemoryLimit(o.cache, o.transport.maxMessageBytes, o.server.StreamBytes)
 	log.Info("memory limit", "bytes", limit, "from", source)
+	gc, source := setGCPercent(o.gcPercent)
+	log.Info("garbage collection", "percent", gc, "from", source)
 	reg := o.registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()

@@ -76,6 +76,9 @@ func (o *options) flagRules() error {
 			errs = append(errs, fmt.Errorf("-%s %v: must be positive", v.flag, v.d))
 		}
 	}
+	if o.gcPercent < 1 {
+		errs = append(errs, fmt.Errorf("-gc-percent %d: must be at least 1 (GOGC=off in the environment turns collection off)", o.gcPercent))
+	}
 	if o.planner.Depth > o.server.MaxDepth && o.server.MaxDepth > 0 {
 		errs = append(errs, fmt.Errorf("-prefetch-depth %d: must not exceed -max-depth %d", o.planner.Depth, o.server.MaxDepth))
 	}

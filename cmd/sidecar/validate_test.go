@@ -19,6 +19,7 @@ var badValues = map[string][]flagconftest.Bad{
 	"unix-socket-mode":        {{"0778", "want octal permission bits"}, {"rw", "want octal permission bits"}},
 	"metrics-listen":          {{"localhost", "-metrics-listen \"localhost\": want host:port"}},
 	"pprof":                   {{"maybe", `"maybe"`}},
+	"gc-percent":              {{"0", "-gc-percent 0: must be at least 1"}, {"-1", "must be at least 1"}, {"lax", `"lax"`}},
 	"origin":                  {{"", "-origin is empty"}},
 	"addr-file":               nil, // any path
 	"cache-bytes":             {{"0", "-cache-bytes 0: must be at least 1"}, {"-1MiB", "want a non-negative whole number"}, {"lots", "want a non-negative whole number"}},

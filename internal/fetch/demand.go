@@ -118,7 +118,7 @@ func (f *Fetcher) awaitJoins(ctx context.Context, joins map[*call][]string, out 
 			continue
 		}
 		for _, id := range ids {
-			o, ok := c.objs[id]
+			o, ok := c.object(id)
 			if !ok {
 				if c.partial {
 					retry = append(retry, id)
@@ -170,7 +170,7 @@ func joined(ctx context.Context, joins map[*call][]string) ([]*graph.Object, err
 			return nil, ctx.Err()
 		}
 		for _, id := range ids {
-			if o, ok := c.objs[id]; ok {
+			if o, ok := c.object(id); ok {
 				out = append(out, o)
 			}
 		}

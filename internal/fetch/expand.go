@@ -58,9 +58,10 @@ type Expansion struct {
 	// all its plan needs, so that its memory does not grow with the prefetch
 	// budget (Oracle's caveat): payloads live in the cache.
 	got map[string]*graph.Object
-	// owned are the ids this expansion claimed and has not released yet,
-	// each with its whole object once received, kept until its level is
-	// released to whoever waits for it.
+	// owned are the ids a speculative expansion claimed and has not
+	// released yet, each with its whole object once received, kept until
+	// its level is released to whoever waits for it; a demanded one answers
+	// its waiters from got (delivered).
 	owned    map[string]*graph.Object
 	reach    *graph.Reach             // ids scheduled: roots and followed refs, by the traversal's rules
 	claims   map[int][]*batch         // level → in-flight claims not yet released
@@ -87,10 +88,12 @@ func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool)
 	x := &Expansion{
 		f: f, speculative: speculative, budget: b, since: f.cache.Changes(),
 		got:     make(map[string]*graph.Object, n),
-		owned:   make(map[string]*graph.Object, len(roots)),
 		reach:   graph.NewReach(b, n),
 		claims:  make(map[int][]*batch),
 		changed: make(chan struct{}),
+	}
+	if speculative {
+		x.owned = make(map[string]*graph.Object, len(roots))
 	}
 	x.known = f.heldBelow(roots, b)
 	x.mu.Lock()
@@ -187,6 +190,10 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	joins, own := x.f.flights.claim(fresh, len(fresh), x.speculative)
 	for _, b := range own {
 		b.call.partial = true
+		if !x.speculative {
+			b.call.delivered = x.delivered
+			continue
+		}
 		for _, id := range b.ids {
 			x.owned[id] = nil // claimed, not received yet
 		}
@@ -217,9 +224,9 @@ func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) e
 		x.got[o.ID] = o
 		if x.speculative {
 			x.got[o.ID] = &graph.Object{ID: o.ID, Version: o.Version, Refs: o.Refs}
-		}
-		if _, claimed := x.owned[o.ID]; claimed {
-			x.owned[o.ID] = o
+			if _, claimed := x.owned[o.ID]; claimed {
+				x.owned[o.ID] = o
+			}
 		}
 		next = x.follow(level, o, next)
 	}
@@ -273,9 +280,10 @@ func (x *Expansion) expects(o *graph.Object) bool {
 // wakes those waiting for the level. Called with x.mu held.
 func (x *Expansion) complete(level int, err error) {
 	for _, b := range x.claims[level] {
-		if err != nil {
+		switch {
+		case err != nil:
 			b.call.err = err
-		} else {
+		case x.speculative:
 			b.call.objs = make(map[string]*graph.Object, len(b.ids))
 			for _, id := range b.ids {
 				if o := x.owned[id]; o != nil {
@@ -283,8 +291,10 @@ func (x *Expansion) complete(level int, err error) {
 				}
 			}
 		}
-		for _, id := range b.ids {
-			delete(x.owned, id)
+		if x.speculative {
+			for _, id := range b.ids {
+				delete(x.owned, id)
+			}
 		}
 		x.f.flights.release(b)
 	}
@@ -338,6 +348,18 @@ func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
 	case absent:
 		return nil, true
 	case released:
+		return nil, false
+	}
+	return o, ok
+}
+
+// delivered answers a waiter for id once its level was released: the
+// object received, or not ok for an id that does not exist or did not come.
+func (x *Expansion) delivered(id string) (*graph.Object, bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	o, ok := x.got[id]
+	if o == absent {
 		return nil, false
 	}
 	return o, ok

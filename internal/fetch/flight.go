@@ -15,10 +15,22 @@ type call struct {
 	// ran out), rather than found not to exist; its waiters fetch it.
 	partial bool
 	objs    map[string]*graph.Object
+	// delivered, when set, answers for objs: a demanded expansion's own
+	// record of what it received, rather than a copy of it per batch.
+	delivered func(id string) (*graph.Object, bool)
 	// older names objs older than a version the origin had announced:
 	// delivered, but not fresh (see Fetcher.recheckOlder).
 	older map[string]bool
 	err   error
+}
+
+// object returns what the call delivered for id, once done is closed.
+func (c *call) object(id string) (*graph.Object, bool) {
+	if c.delivered != nil {
+		return c.delivered(id)
+	}
+	o, ok := c.objs[id]
+	return o, ok
 }
 
 func newCall(speculative bool) *call {
