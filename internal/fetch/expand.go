@@ -75,6 +75,7 @@ type Expansion struct {
 	err      error
 	changed  chan struct{} // closed and replaced whenever a level completes
 	dropped  int           // objects received that the walk did not expect
+	ahead    *readAhead    // a walk's bound on what it holds for the walk; nil = none
 }
 
 // NewExpansion claims roots for an Expand with budget b. Roots already in
@@ -145,7 +146,16 @@ func (x *Expansion) Run(ctx context.Context) error {
 		ctx, done = x.f.flights.guarded(x.f.cfg.Speculative(ctx), x.guard)
 		defer done()
 	}
-	err := x.f.expander.Expand(ctx, x.roots, x.knownList(), x.budget, x.receive)
+	receive := x.receive
+	if x.ahead != nil {
+		receive = func(level int, objs []*graph.Object, missing []string) error {
+			if err := x.receive(level, objs, missing); err != nil {
+				return err
+			}
+			return x.ahead.pace(ctx, x, level, objs)
+		}
+	}
+	err := x.f.expander.Expand(ctx, x.roots, x.knownList(), x.budget, receive)
 	if errors.Is(err, graph.ErrStop) {
 		err = nil
 	}
@@ -340,8 +350,11 @@ func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	o, ok := x.got[id]
-	if o == absent {
+	switch o {
+	case absent:
 		return nil, true
+	case released:
+		return nil, false
 	}
 	return o, ok
 }
@@ -366,7 +379,7 @@ func (x *Expansion) Delivered(ids []string) (objs []*graph.Object, rest []string
 	objs = make([]*graph.Object, 0, len(ids))
 	for _, id := range ids {
 		switch o, ok := x.got[id]; {
-		case !ok:
+		case !ok, o == released:
 			rest = append(rest, id)
 		case o != absent:
 			objs = append(objs, o)
