@@ -331,13 +331,23 @@ func (x *Expansion) Await(ctx context.Context, level int) error {
 // Lookup says whether the expansion has delivered id, or learned that it does
 // not exist (obj nil, known true).
 func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
+	obj, known, _ = x.lookup(id)
+	return obj, known
+}
+
+// lookup is Lookup, and when id is not known yet, whether the origin is
+// still to send it: scheduled, not held, and the stream not over.
+func (x *Expansion) lookup(id string) (obj *graph.Object, known, coming bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	o, ok := x.got[id]
-	if o == absent {
-		return nil, true
+	switch {
+	case o == absent:
+		return nil, true, false
+	case ok:
+		return o, true, false
 	}
-	return o, ok
+	return nil, false, !x.finished && x.reach.Has(id) && x.known[id] == nil
 }
 
 // delivered answers a waiter for id once its level was released: the
