@@ -74,6 +74,7 @@ type Expansion struct {
 	err      error
 	changed  chan struct{} // closed and replaced whenever a level completes
 	dropped  int           // objects received that the walk did not expect
+	ahead    *readAhead    // a walk's bound on what it holds for the walk; nil = none
 }
 
 // NewExpansion claims roots for an Expand with budget b. Roots already in
@@ -139,7 +140,16 @@ func (x *Expansion) Run(ctx context.Context) error {
 	if x.speculative {
 		ctx = x.f.cfg.Speculative(ctx)
 	}
-	err := x.f.expander.Expand(ctx, x.roots, x.knownList(), x.budget, x.receive)
+	receive := x.receive
+	if x.ahead != nil {
+		receive = func(level int, objs []*graph.Object, missing []string) error {
+			if err := x.receive(level, objs, missing); err != nil {
+				return err
+			}
+			return x.ahead.pace(ctx, x, level, objs)
+		}
+	}
+	err := x.f.expander.Expand(ctx, x.roots, x.knownList(), x.budget, receive)
 	if errors.Is(err, graph.ErrStop) {
 		err = nil
 	}
@@ -344,6 +354,8 @@ func (x *Expansion) lookup(id string) (obj *graph.Object, known, coming bool) {
 	switch {
 	case o == absent:
 		return nil, true, false
+	case o == released:
+		return nil, false, false // sent by the walk, no longer held
 	case ok:
 		return o, true, false
 	}
@@ -352,12 +364,20 @@ func (x *Expansion) lookup(id string) (obj *graph.Object, known, coming bool) {
 
 // delivered answers a waiter for id once its level was released: the
 // object received, or not ok for an id that does not exist or did not come.
+// An object the walk has sent and let go of since is the cache's copy,
+// filled before the level was released.
 func (x *Expansion) delivered(id string) (*graph.Object, bool) {
 	x.mu.Lock()
-	defer x.mu.Unlock()
 	o, ok := x.got[id]
-	if o == absent {
+	x.mu.Unlock()
+	switch {
+	case o == absent:
 		return nil, false
+	case o == released:
+		if o, _ := x.f.cache.Peek(id); o != nil {
+			return o, true
+		}
+		return nil, false // evicted meanwhile: the waiter fetches it
 	}
 	return o, ok
 }
@@ -370,7 +390,7 @@ func (x *Expansion) Delivered(ids []string) (objs []*graph.Object, rest []string
 	objs = make([]*graph.Object, 0, len(ids))
 	for _, id := range ids {
 		switch o, ok := x.got[id]; {
-		case !ok:
+		case !ok, o == released:
 			rest = append(rest, id)
 		case o != absent:
 			objs = append(objs, o)

@@ -105,7 +105,7 @@ type Writer interface {
 // Fetcher answers demands (fetch.Fetcher).
 type Fetcher interface {
 	Get(ctx context.Context, ids []string) (*fetch.Answer, error)
-	Walk(ctx context.Context, roots []string, b graph.Budget, emit func(level int, rs []fetch.Result) error) (missing []string, err error)
+	Walk(ctx context.Context, roots []string, b graph.Budget, ahead int64, emit func(level int, rs []fetch.Result) error) (missing []string, err error)
 	// Changed is the one entry of write-side events: see fetch.Fetcher.Changed.
 	Changed(id string, version uint64, deleted bool) bool
 	// Peek says whether the cache holds id fresh, without counting: a
@@ -228,7 +228,10 @@ func (s *Server) GetGraph(req *lookaheadv1.GetGraphRequest, stream lookaheadv1.S
 		return err
 	}
 	defer done()
-	missing, err := s.fetcher.Walk(stream.Context(), req.GetRoots(), b, func(_ int, rs []fetch.Result) error {
+	// Each of MaxWalks walks may have its share of StreamBytes received
+	// ahead of its client.
+	ahead := max(s.cfg.StreamBytes/int64(s.cfg.MaxWalks), 1)
+	missing, err := s.fetcher.Walk(stream.Context(), req.GetRoots(), b, ahead, func(_ int, rs []fetch.Result) error {
 		return s.sendLevel(stream, rs) // a level is complete: send it now
 	})
 	if err != nil {
