@@ -47,6 +47,7 @@ var ErrMalformedExpand = errors.New("fetch: malformed expand stream")
 type Expansion struct {
 	f           *Fetcher
 	speculative bool
+	guard       *guard // a speculative expansion's; nil for a demand's
 	budget      graph.Budget
 	since       uint64   // cache.Changes when the expansion began
 	roots       []string // the roots the Expand asks for: those no other fetch is bringing
@@ -93,6 +94,7 @@ func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool)
 		changed: make(chan struct{}),
 	}
 	if speculative {
+		x.guard = &guard{}
 		x.owned = make(map[string]*graph.Object, len(roots))
 	}
 	x.known = f.heldBelow(roots, b)
@@ -126,7 +128,9 @@ func (x *Expansion) JoinedRoots(ctx context.Context) ([]*graph.Object, error) {
 
 // Run performs the Expand call and returns its error; one matching
 // errors.ErrUnsupported means the origin cannot expand (the fetcher stops
-// asking). Every claim is released by the time Run returns.
+// asking). Every claim is released by the time Run returns. A speculative
+// expansion's Expand ends with ctx unless a demand has joined one of its
+// claims by then (see guarded).
 func (x *Expansion) Run(ctx context.Context) error {
 	x.mu.Lock()
 	nothing := x.awaited() == 0
@@ -138,7 +142,9 @@ func (x *Expansion) Run(ctx context.Context) error {
 		return nil
 	}
 	if x.speculative {
-		ctx = x.f.cfg.Speculative(ctx)
+		var done func()
+		ctx, done = x.f.flights.guarded(x.f.cfg.Speculative(ctx), x.guard)
+		defer done()
 	}
 	receive := x.receive
 	if x.ahead != nil {
@@ -187,7 +193,7 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	if len(fresh) == 0 {
 		return nil
 	}
-	joins, own := x.f.flights.claim(fresh, len(fresh), x.speculative)
+	joins, own := x.f.flights.claim(fresh, len(fresh), x.guard)
 	for _, b := range own {
 		b.call.partial = true
 		if !x.speculative {

@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"slices"
 
@@ -21,7 +22,7 @@ type candidate struct {
 // chooser's threshold, most likely first, until the job's object budget or
 // the chooser's depth is spent. Held objects cost nothing and are walked
 // through; every id is considered once (graph.Reach), so cycles end.
-func (s *Scheduler) expandChances(j job) {
+func (s *Scheduler) expandChances(ctx context.Context, j job) {
 	threshold := s.chooser.Threshold()
 	depth, _ := s.chooser.Limits()
 	reach := graph.NewReach(graph.Budget{MaxObjects: j.budget.MaxObjects + len(j.roots)}, len(j.roots))
@@ -37,11 +38,11 @@ func (s *Scheduler) expandChances(j job) {
 	}
 	var buf []float64
 	idle := 0 // levels in a row with nothing to fetch
-	for d := 1; d <= depth && len(level) > 0 && s.ctx.Err() == nil; d++ {
+	for d := 1; d <= depth && len(level) > 0 && ctx.Err() == nil; d++ {
 		var cands []candidate
 		var whole bool
 		cands, whole, buf = s.candidates(level, chance, depthOf, threshold, buf)
-		if whole && len(cands) > 0 && s.expandWhole(level, depthOf, cands, depth-d, j.budget.MaxObjects) {
+		if whole && len(cands) > 0 && s.expandWhole(ctx, level, depthOf, cands, depth-d, j.budget.MaxObjects) {
 			return
 		}
 		// Most likely first: the object budget goes to them.
@@ -68,7 +69,7 @@ func (s *Scheduler) expandChances(j job) {
 		} else if idle == maxIdleLevels {
 			return
 		}
-		got, err := s.speculate(fetch)
+		got, err := s.speculate(ctx, fetch)
 		if err != nil {
 			return // origin trouble or shutdown: speculation just stops
 		}
@@ -106,7 +107,7 @@ func (s *Scheduler) candidates(level []*graph.Object, chance map[string]float64,
 // to its leaves): when the origin has Expand and the levels below are
 // expected whole too, one Expand brings them all in one round trip instead
 // of one BatchGet per level. It reports whether it did.
-func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, cands []candidate, left, budget int) bool {
+func (s *Scheduler) expandWhole(ctx context.Context, level []*graph.Object, depthOf map[string]int, cands []candidate, left, budget int) bool {
 	if !s.fetcher.CanExpand() || left < 1 || !slices.ContainsFunc(cands, func(c candidate) bool {
 		_, known := s.fetcher.Peek(c.id)
 		return !known
@@ -154,11 +155,11 @@ func (s *Scheduler) expandWhole(level []*graph.Object, depthOf map[string]int, c
 		return true
 	}
 	defer s.whole.Store(false)
-	x, err := s.runExpansion(roots, b)
+	x, err := s.runExpansion(ctx, roots, b)
 	if err != nil {
 		return !errors.Is(err, errors.ErrUnsupported) // trouble: stop; unsupported: level by level
 	}
-	_, _ = x.JoinedRoots(s.ctx)
+	_, _ = x.JoinedRoots(ctx)
 	return true
 }
 
