@@ -152,7 +152,7 @@ func (x *Expansion) Run(ctx context.Context) error {
 			if err := x.receive(level, objs, missing); err != nil {
 				return err
 			}
-			return x.ahead.pace(ctx, x, level, objs)
+			return x.ahead.pace(ctx, x, level)
 		}
 	}
 	err := x.f.expander.Expand(ctx, x.roots, x.knownList(), x.budget, receive)
@@ -225,6 +225,9 @@ func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) e
 		x.advance()
 	}
 	objs = x.expected(level, objs)
+	if x.ahead != nil {
+		x.ahead.count(x, objs)
+	}
 	var next []string
 	for _, o := range objs {
 		x.got[o.ID] = o
