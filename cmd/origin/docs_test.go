@@ -16,19 +16,16 @@ const readme = "../../README.md"
 
 // TestMetricsDocumented starts the origin as main does and compares every
 // metric it registers with the README's table of origin metrics, both ways.
-// The Go runtime's, the process's and the /metrics handler's own are
-// documented as families.
 func TestMetricsDocumented(t *testing.T) {
 	dir := t.TempDir()
 	o, err := parseFlags([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "127.0.0.1:0",
 		"--data", dir, "--addr-file", filepath.Join(dir, "addrs"), "--drain-timeout", "1s"})
 	require.NoError(t, err)
-	rec := doccheck.NewRecorder()
-	o.registry = rec
-	doccheck.RunUntilServing(t, o.addrFile, func(ctx context.Context) error {
-		return run(ctx, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
-	})
-	doccheck.SameNames(t, readme, "Origin metrics", "metric", rec.Names("go_", "process_", "promhttp_"))
+	doccheck.MetricsDocumented(t, readme, "Origin metrics", o.addrFile,
+		func(ctx context.Context, reg *doccheck.Recorder) error {
+			o.registry = reg
+			return run(ctx, o, slog.New(slog.NewTextHandler(io.Discard, nil)))
+		})
 }
 
 // TestFlagsDocumented: every flag of the origin has a row in the README's

@@ -58,6 +58,7 @@ type options struct {
 	coherence                                   coherence.Config
 	transport                                   transportOptions // origin retries, breaker, limits; TLS
 	pprof                                       bool             // serve /debug/pprof/ beside /metrics
+	gcPercent                                   int              // the garbage collector's GOGC unless the environment sets one
 	registry                                    registry         // nil: a new prometheus.Registry; tests pass one that records
 	tracing                                     tracing.Config
 	tracer                                      *tracing.Tracing // nil: from tracing; tests pass one that records
@@ -80,6 +81,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.BoolVar(&o.pprof, "pprof", false, "also serve Go's profiles at /debug/pprof/ on the metrics address (heap, CPU, goroutines: for diagnosing memory or CPU in production)")
 	o.origins.routes = []originRoute{{target: "127.0.0.1:7071"}}
 	fs.Var(&o.origins, "origin", "origin gRPC address (host:port or a grpc target such as unix:///path or dns:///host:port, whose addresses are replicas used round robin); give it once per origin as PREFIX=TARGET to route the ids starting with PREFIX there, a bare TARGET being the route of every other id")
+	fs.IntVar(&o.gcPercent, "gc-percent", defaultGCPercent, "the garbage collector's target heap growth in percent (GOGC; a GOGC environment variable overrides it): higher costs less CPU per object and more memory, bounded by the memory limit")
 	fs.StringVar(&o.addrFile, "addr-file", "", "write the bound gRPC and metrics addresses to this file once listening")
 	o.cache.MainBytes = 256 << 20
 	o.cache.PrefetchBytes = 64 << 20
@@ -106,6 +108,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxWalks, "max-walks", 64, "GetGraph streams served at once; beyond it new ones are refused RESOURCE_EXHAUSTED")
 	o.server.StreamBytes = 64 << 20
 	fs.Var((*byteSize)(&o.server.StreamBytes), "stream-memory-bytes", "bytes all GetGraph streams together hold for their clients (suffixes KiB, MiB, GiB); a walk under way waits for room, a new one is refused RESOURCE_EXHAUSTED while none is left")
+	fs.IntVar(&o.server.MaxOriginRequests, "max-origin-requests", 256, "Gets and BatchGets with an uncached id served at once, across all connections; more wait for a place (a request the cache answers whole never does)")
+	fs.IntVar(&o.server.MaxOriginWaiting, "max-origin-waiting", 4096, "requests waiting for one of --max-origin-requests places; beyond it new ones are refused RESOURCE_EXHAUSTED")
 	fs.DurationVar(&o.healthInterval, "health-interval", time.Second, "how often the origin's health is checked")
 	fs.Float64Var(&o.readiness.FailureRatio, "readiness-failure-ratio", 0.5, "the sidecar is not ready (grpc.health NOT_SERVING; liveness stays SERVING) when more than this share of its origin calls in a health interval failed (at least 3), when 3 in a row failed, or while the breaker is open; 1 = only the latter two")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
@@ -142,6 +146,8 @@ func cli(args []string, stdout, stderr io.Writer) int {
 func run(ctx context.Context, o *options, log *slog.Logger) error {
 	limit, source := setMemoryLimit(o.cache, o.transport.maxMessageBytes, o.server.StreamBytes)
 	log.Info("memory limit", "bytes", limit, "from", source)
+	gc, source := setGCPercent(o.gcPercent)
+	log.Info("garbage collection", "percent", gc, "from", source)
 	reg := o.registry
 	if reg == nil {
 		reg = prometheus.NewRegistry()
@@ -230,6 +236,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	svc.EnableNear(hub)
 	metrics.RegisterStreamMemory(reg, svc.StreamMemory)
+	metrics.RegisterOriginRequests(reg, svc.OriginRequests)
 	// The request codec comes after the counting interceptors, so that a
 	// request that does not decode is counted with its INVALID_ARGUMENT.
 	gm := metrics.NewGRPCServer(reg)

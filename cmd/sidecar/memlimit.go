@@ -30,3 +30,24 @@ func setMemoryLimit(c cache.Config, maxMessageBytes, streamBytes int64) (limit i
 	debug.SetMemoryLimit(limit)
 	return limit, "cache budgets"
 }
+
+// defaultGCPercent is the sidecar's GOGC. The Go default of 100 collects
+// whenever the heap doubles, which for a sidecar filling its cache from a
+// small heap means a collection every few thousand cold objects; at 400
+// the collector's share of a cold walk's CPU falls by about half. The
+// memory limit (setMemoryLimit) bounds what the laxer target may cost:
+// near it the collector runs as often as it must.
+const defaultGCPercent = 400
+
+// setGCPercent applies percent unless the GOGC environment variable has set
+// the collector's target (the runtime read it at start); it returns the
+// target in force and where it came from.
+func setGCPercent(percent int) (int, string) {
+	if os.Getenv("GOGC") != "" {
+		p := debug.SetGCPercent(-1)
+		debug.SetGCPercent(p)
+		return p, "GOGC"
+	}
+	debug.SetGCPercent(percent)
+	return percent, "--gc-percent"
+}

@@ -26,3 +26,20 @@ func TestMemoryLimitFollowsTheBudgets(t *testing.T) {
 	assert.Equal(t, "GOMEMLIMIT", source)
 	assert.Equal(t, int64(1<<30), debug.SetMemoryLimit(-1), "left as it was")
 }
+
+func TestGCPercentFollowsTheFlagUnlessGOGCIsSet(t *testing.T) {
+	defer debug.SetGCPercent(debug.SetGCPercent(100))
+
+	t.Setenv("GOGC", "")
+	percent, source := setGCPercent(400)
+	assert.Equal(t, 400, percent)
+	assert.Equal(t, "--gc-percent", source)
+	assert.Equal(t, 400, debug.SetGCPercent(100), "applied")
+
+	t.Setenv("GOGC", "150")
+	debug.SetGCPercent(150) // what the runtime read from it at start
+	percent, source = setGCPercent(400)
+	assert.Equal(t, 150, percent, "the operator's setting wins")
+	assert.Equal(t, "GOGC", source)
+	assert.Equal(t, 150, debug.SetGCPercent(100), "left as it was")
+}

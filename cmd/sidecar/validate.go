@@ -35,7 +35,7 @@ func (o *options) finish(mode string) error {
 	errs = append(errs, wrap("-otlp-endpoint", o.tracing.Validate()))
 	server := o.server
 	server.SetDefaults()
-	errs = append(errs, wrap("-max-ids, -max-depth, -max-objects, -max-walks", server.Validate()))
+	errs = append(errs, wrap("-max-ids, -max-depth, -max-objects, -max-walks, -max-origin-requests, -max-origin-waiting", server.Validate()))
 	return errors.Join(errs...)
 }
 
@@ -52,6 +52,7 @@ func (o *options) flagRules() error {
 		{"demand-batches", int64(o.fetch.DemandBatches)},
 		{"prefetch-queue", int64(o.sched.QueueSize)}, {"max-ids", int64(o.server.MaxIDs)},
 		{"max-depth", int64(o.server.MaxDepth)}, {"max-objects", int64(o.server.MaxObjects)}, {"max-walks", int64(o.server.MaxWalks)},
+		{"max-origin-requests", int64(o.server.MaxOriginRequests)}, {"max-origin-waiting", int64(o.server.MaxOriginWaiting)},
 		{"cache-bytes", o.cache.MainBytes}, {"prefetch-bytes", o.cache.PrefetchBytes}, {"stream-memory-bytes", o.server.StreamBytes},
 	} {
 		if v.n == 0 {
@@ -74,6 +75,9 @@ func (o *options) flagRules() error {
 		case v.d <= 0 && !v.zero:
 			errs = append(errs, fmt.Errorf("-%s %v: must be positive", v.flag, v.d))
 		}
+	}
+	if o.gcPercent < 1 {
+		errs = append(errs, fmt.Errorf("-gc-percent %d: must be at least 1 (GOGC=off in the environment turns collection off)", o.gcPercent))
 	}
 	if o.planner.Depth > o.server.MaxDepth && o.server.MaxDepth > 0 {
 		errs = append(errs, fmt.Errorf("-prefetch-depth %d: must not exceed -max-depth %d", o.planner.Depth, o.server.MaxDepth))

@@ -19,6 +19,7 @@ var badValues = map[string][]flagconftest.Bad{
 	"unix-socket-mode":        {{"0778", "want octal permission bits"}, {"rw", "want octal permission bits"}},
 	"metrics-listen":          {{"localhost", "-metrics-listen \"localhost\": want host:port"}},
 	"pprof":                   {{"maybe", `"maybe"`}},
+	"gc-percent":              {{"0", "-gc-percent 0: must be at least 1"}, {"-1", "must be at least 1"}, {"lax", `"lax"`}},
 	"origin":                  {{"", "-origin is empty"}},
 	"addr-file":               nil, // any path
 	"cache-bytes":             {{"0", "-cache-bytes 0: must be at least 1"}, {"-1MiB", "want a non-negative whole number"}, {"lots", "want a non-negative whole number"}},
@@ -41,6 +42,8 @@ var badValues = map[string][]flagconftest.Bad{
 	"max-ids":                 {{"0", "-max-ids 0: must be at least 1"}, {"-1", "max ids -1: must be at least 1"}},
 	"max-depth":               {{"0", "-max-depth 0: must be at least 1"}, {"-1", "max depth -1: must be at least 1"}, {"2", "-prefetch-depth 3: must not exceed -max-depth 2"}},
 	"max-walks":               {{"0", "-max-walks 0: must be at least 1"}, {"-1", "max walks -1: must be at least 1"}},
+	"max-origin-requests":     {{"0", "-max-origin-requests 0: must be at least 1"}, {"-1", "max origin requests -1: must be at least 1"}},
+	"max-origin-waiting":      {{"0", "-max-origin-waiting 0: must be at least 1"}, {"-1", "max origin waiting -1: must be at least 1"}},
 	"stream-memory-bytes":     {{"0", "-stream-memory-bytes 0: must be at least 1"}, {"lots", `size "lots"`}},
 	"max-objects":             {{"0", "-max-objects 0: must be at least 1"}, {"-1", "max objects -1: must be at least 1"}},
 	"health-interval":         {{"0", "-health-interval 0s: must be positive"}, {"-1s", "-health-interval -1s: must be positive"}},

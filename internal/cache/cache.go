@@ -124,7 +124,7 @@ func New(cfg Config, m Metrics) (*Cache, error) {
 				c.m.SetsRejected.Inc()
 			}
 		},
-	})
+	}, c.refuses)
 	if err != nil {
 		return nil, fmt.Errorf("main tier: %w", err)
 	}

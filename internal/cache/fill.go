@@ -35,24 +35,41 @@ func (c *Cache) FillDemand(since uint64, objs ...*graph.Object) (older []string)
 }
 
 // storeDemandLocked stores one demanded object: in the main tier, or in the
-// prefetch tier (as used) when ristretto's buffer drops the Set.
+// prefetch tier (as used) when ristretto's buffer drops the Set. The main
+// tier's copy is compared within the Set (Cache.refuses): a cold object
+// costs one ristretto call, not a Get and a Set.
 func (c *Cache) storeDemandLocked(o *graph.Object, f *fillState) {
-	if cur, ok := c.main.get(o.ID, c.cfg.Now); ok && !renews(o.Version, cur.obj.Version, cur.fresh, f.now) {
-		return // the main tier holds this version, fresh, or a newer one
-	}
-	if n := c.liveLocked(c.pre, o.ID, f.now, &f.t); n != nil {
-		if n.obj.Version > o.Version {
-			return // the prefetch tier holds a newer version
-		}
-		c.pre.remove(n) // superseded by the demanded copy
+	n := c.liveLocked(c.pre, o.ID, f.now, &f.t)
+	if n != nil && n.obj.Version > o.Version {
+		return // the prefetch tier holds a newer version
 	}
 	e := &entry{obj: o, cost: o.Size(), expires: f.expires, fresh: f.fresh}
-	if c.main.store(o.ID, e, c.hardTTL()) {
+	switch c.main.store(o.ID, e, c.hardTTL()) {
+	case setRefused:
+		return // the main tier holds this version, fresh, or a newer one
+	case setAccepted:
 		c.issued++
+		if n != nil {
+			c.pre.remove(n) // superseded by the demanded copy
+		}
 		return
 	}
 	f.t.dropped++
+	if n != nil {
+		c.pre.remove(n)
+	}
 	c.insertLocked(&node{id: o.ID, obj: o, cost: e.cost, expires: f.expires, fresh: f.fresh, used: true}, f.now, &f.t)
+}
+
+// refuses is the main tier's version rule (see Cache), checked by ristretto
+// when a Set finds cur stored under inc's key: an expired copy is replaced,
+// a live one only by a copy that renews it.
+func (c *Cache) refuses(inc, cur *entry) bool {
+	now := c.cfg.Now()
+	if expired(cur.expires, now) {
+		return false
+	}
+	return !renews(inc.obj.Version, cur.obj.Version, cur.fresh, now)
 }
 
 // AddPrefetched stores speculative objects in the prefetch tier, evicting

@@ -1,6 +1,7 @@
 package cache
 
 import (
+	"math"
 	"sync/atomic"
 	"time"
 
@@ -22,6 +23,9 @@ type entry struct {
 	// leave: OnExit (rejected, evicted, expired, replaced, deleted) or the
 	// writer when its Set was dropped.
 	counted atomic.Bool
+	// refused is set by the main tier's version check when the entry's
+	// key already holds a copy it must not replace (see Cache.refuses).
+	refused atomic.Bool
 }
 
 // mainTier is ristretto plus lookahead's own byte and object accounting.
@@ -51,13 +55,33 @@ type mainCallbacks struct {
 	rejected func()
 }
 
-func newMainTier(maxBytes int64, cb mainCallbacks) (*mainTier, error) {
+// newMainTier builds the tier; refuses is the version rule a Set of a key
+// already stored must pass (see Cache), checked by ristretto under its lock
+// at the moment of the Set, so that a fill needs no Get before its Set.
+func newMainTier(maxBytes int64, cb mainCallbacks, refuses func(inc, cur *entry) bool) (*mainTier, error) {
 	t := &mainTier{}
 	rc, err := ristretto.NewCache(&ristretto.Config[string, *entry]{
 		NumCounters:        numCounters(maxBytes),
 		MaxCost:            maxBytes,
 		BufferItems:        bufferItems,
 		IgnoreInternalCost: true, // cost is object bytes, budgets are object bytes
+		ShouldUpdate: func(inc, cur *entry) bool {
+			if refuses(inc, cur) {
+				inc.refused.Store(true)
+				return false
+			}
+			return true
+		},
+		// A refused Set still reaches ristretto's policy as a new item (its
+		// Update failed); a cost above the budget makes the policy reject it
+		// before it touches the key's cost or counters. Sets pass cost 0 so
+		// that this runs after the check.
+		Cost: func(e *entry) int64 {
+			if e.refused.Load() {
+				return math.MaxInt64
+			}
+			return e.cost
+		},
 		OnEvict: func(it *ristretto.Item[*entry]) {
 			// A victim whose value is nil was already deleted. The TTL sweep
 			// sets Expiration; an eviction for room does not.
@@ -65,32 +89,51 @@ func newMainTier(maxBytes int64, cb mainCallbacks) (*mainTier, error) {
 				cb.evicted()
 			}
 		},
-		OnReject: func(*ristretto.Item[*entry]) { cb.rejected() },
-		OnExit:   t.uncount,
+		OnReject: func(it *ristretto.Item[*entry]) {
+			if it.Value == nil || !it.Value.refused.Load() {
+				cb.rejected()
+			}
+		},
+		OnExit: t.uncount,
 	})
 	if err != nil {
 		return nil, err
 	}
 	t.rc = rc
 	t.set = func(id string, e *entry, ttl time.Duration) bool {
-		return rc.SetWithTTL(id, e, e.cost, ttl)
+		return rc.SetWithTTL(id, e, 0, ttl) // cost 0: Config.Cost sets it
 	}
 	return t, nil
 }
 
-// store writes e under id and reports whether ristretto accepted the Set. An
-// accepted Set becomes visible to get once ristretto's goroutine applies it
-// (at the latest when a later Wait returns) unless admission rejects it.
-func (t *mainTier) store(id string, e *entry, ttl time.Duration) bool {
+// setResult is what became of a main-tier Set.
+type setResult uint8
+
+const (
+	setAccepted setResult = iota // visible once ristretto applies it, unless admission rejects it
+	setRefused                   // the tier holds a copy e must not replace (the version rule)
+	setDropped                   // ristretto's buffer was full: nothing stored
+)
+
+// store writes e under id. An accepted Set becomes visible to get once
+// ristretto's goroutine applies it (at the latest when a later Wait
+// returns) unless admission rejects it.
+func (t *mainTier) store(id string, e *entry, ttl time.Duration) setResult {
 	// Count first: a rejection may call uncount before set even returns.
 	e.counted.Store(true)
 	t.bytes.Add(e.cost)
 	t.objects.Add(1)
-	if t.set(id, e, ttl) {
-		return true
+	ok := t.set(id, e, ttl)
+	if !ok {
+		t.uncount(e) // ristretto never saw it, so nobody else will
 	}
-	t.uncount(e) // dropped: ristretto never saw it, so nobody else will
-	return false
+	switch {
+	case e.refused.Load():
+		return setRefused // its policy rejects it: OnExit uncounts it
+	case ok:
+		return setAccepted
+	}
+	return setDropped
 }
 
 func (t *mainTier) uncount(e *entry) {

@@ -45,7 +45,9 @@ func (c *Cache) useLocked(n *node, now time.Time, t *tally) {
 		ttl = n.expires.Sub(now) // > 0: n is live
 	}
 	// No Wait here: this is the hit path.
-	if c.main.store(n.id, &entry{obj: n.obj, cost: n.cost, expires: n.expires, fresh: n.fresh}, ttl) {
+	// Refused: the main tier holds this copy or a newer one already; the
+	// promotion settles like an accepted one, leaving the prefetch tier.
+	if c.main.store(n.id, &entry{obj: n.obj, cost: n.cost, expires: n.expires, fresh: n.fresh}, ttl) != setDropped {
 		c.issued++
 		n.promoSeq = c.issued
 		c.promoting = append(c.promoting, n)

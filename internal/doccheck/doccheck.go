@@ -154,20 +154,25 @@ func SameNames(t *testing.T, readme, heading, what string, have []string) {
 	}
 }
 
-// RunUntilServing runs a command's run function until the address file it
-// was told to write appears (it is serving, everything registered), then
-// stops it and waits for it to return.
-func RunUntilServing(t *testing.T, addrFile string, run func(ctx context.Context) error) {
+// MetricsDocumented runs a binary until it serves, with a Recorder as the
+// registry it registers its collectors in, stops it, and compares the
+// metrics it registered with the names in the README's table under title,
+// both ways. The Go runtime's, the process's and the /metrics handler's
+// own are documented as families, so they are left out.
+func MetricsDocumented(t *testing.T, readme, title, addrFile string,
+	run func(ctx context.Context, reg *Recorder) error) {
 	t.Helper()
+	rec := NewRecorder()
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- run(ctx) }()
+	go func() { done <- run(ctx, rec) }()
 	require.Eventually(t, func() bool {
 		_, err := os.Stat(addrFile)
 		return err == nil
 	}, 30*time.Second, 10*time.Millisecond, "the command writes its addresses once serving")
 	cancel()
 	require.NoError(t, <-done)
+	SameNames(t, readme, title, "metric", rec.Names("go_", "process_", "promhttp_"))
 }
 
 // Flags turns name=value settings into --name flags, with the action flags

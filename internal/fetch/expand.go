@@ -47,6 +47,7 @@ var ErrMalformedExpand = errors.New("fetch: malformed expand stream")
 type Expansion struct {
 	f           *Fetcher
 	speculative bool
+	guard       *guard // a speculative expansion's; nil for a demand's
 	budget      graph.Budget
 	since       uint64   // cache.Changes when the expansion began
 	roots       []string // the roots the Expand asks for: those no other fetch is bringing
@@ -58,9 +59,10 @@ type Expansion struct {
 	// all its plan needs, so that its memory does not grow with the prefetch
 	// budget (Oracle's caveat): payloads live in the cache.
 	got map[string]*graph.Object
-	// owned are the ids this expansion claimed and has not released yet,
-	// each with its whole object once received, kept until its level is
-	// released to whoever waits for it.
+	// owned are the ids a speculative expansion claimed and has not
+	// released yet, each with its whole object once received, kept until
+	// its level is released to whoever waits for it; a demanded one answers
+	// its waiters from got (delivered).
 	owned    map[string]*graph.Object
 	reach    *graph.Reach             // ids scheduled: roots and followed refs, by the traversal's rules
 	claims   map[int][]*batch         // level → in-flight claims not yet released
@@ -73,6 +75,7 @@ type Expansion struct {
 	err      error
 	changed  chan struct{} // closed and replaced whenever a level completes
 	dropped  int           // objects received that the walk did not expect
+	ahead    *readAhead    // a walk's bound on what it holds for the walk; nil = none
 }
 
 // NewExpansion claims roots for an Expand with budget b. Roots already in
@@ -86,10 +89,13 @@ func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool)
 	x := &Expansion{
 		f: f, speculative: speculative, budget: b, since: f.cache.Changes(),
 		got:     make(map[string]*graph.Object, n),
-		owned:   make(map[string]*graph.Object, len(roots)),
 		reach:   graph.NewReach(b, n),
 		claims:  make(map[int][]*batch),
 		changed: make(chan struct{}),
+	}
+	if speculative {
+		x.guard = &guard{}
+		x.owned = make(map[string]*graph.Object, len(roots))
 	}
 	x.known = f.heldBelow(roots, b)
 	x.mu.Lock()
@@ -122,7 +128,9 @@ func (x *Expansion) JoinedRoots(ctx context.Context) ([]*graph.Object, error) {
 
 // Run performs the Expand call and returns its error; one matching
 // errors.ErrUnsupported means the origin cannot expand (the fetcher stops
-// asking). Every claim is released by the time Run returns.
+// asking). Every claim is released by the time Run returns. A speculative
+// expansion's Expand ends with ctx unless a demand has joined one of its
+// claims by then (see guarded).
 func (x *Expansion) Run(ctx context.Context) error {
 	x.mu.Lock()
 	nothing := x.awaited() == 0
@@ -134,9 +142,20 @@ func (x *Expansion) Run(ctx context.Context) error {
 		return nil
 	}
 	if x.speculative {
-		ctx = x.f.cfg.Speculative(ctx)
+		var done func()
+		ctx, done = x.f.flights.guarded(x.f.cfg.Speculative(ctx), x.guard)
+		defer done()
 	}
-	err := x.f.expander.Expand(ctx, x.roots, x.knownList(), x.budget, x.receive)
+	receive := x.receive
+	if x.ahead != nil {
+		receive = func(level int, objs []*graph.Object, missing []string) error {
+			if err := x.receive(level, objs, missing); err != nil {
+				return err
+			}
+			return x.ahead.pace(ctx, x, level, objs)
+		}
+	}
+	err := x.f.expander.Expand(ctx, x.roots, x.knownList(), x.budget, receive)
 	if errors.Is(err, graph.ErrStop) {
 		err = nil
 	}
@@ -174,9 +193,13 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	if len(fresh) == 0 {
 		return nil
 	}
-	joins, own := x.f.flights.claim(fresh, len(fresh), x.speculative)
+	joins, own := x.f.flights.claim(fresh, len(fresh), x.guard)
 	for _, b := range own {
 		b.call.partial = true
+		if !x.speculative {
+			b.call.delivered = x.delivered
+			continue
+		}
 		for _, id := range b.ids {
 			x.owned[id] = nil // claimed, not received yet
 		}
@@ -207,9 +230,9 @@ func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) e
 		x.got[o.ID] = o
 		if x.speculative {
 			x.got[o.ID] = &graph.Object{ID: o.ID, Version: o.Version, Refs: o.Refs}
-		}
-		if _, claimed := x.owned[o.ID]; claimed {
-			x.owned[o.ID] = o
+			if _, claimed := x.owned[o.ID]; claimed {
+				x.owned[o.ID] = o
+			}
 		}
 		next = x.follow(level, o, next)
 	}
@@ -263,9 +286,10 @@ func (x *Expansion) expects(o *graph.Object) bool {
 // wakes those waiting for the level. Called with x.mu held.
 func (x *Expansion) complete(level int, err error) {
 	for _, b := range x.claims[level] {
-		if err != nil {
+		switch {
+		case err != nil:
 			b.call.err = err
-		} else {
+		case x.speculative:
 			b.call.objs = make(map[string]*graph.Object, len(b.ids))
 			for _, id := range b.ids {
 				if o := x.owned[id]; o != nil {
@@ -273,8 +297,10 @@ func (x *Expansion) complete(level int, err error) {
 				}
 			}
 		}
-		for _, id := range b.ids {
-			delete(x.owned, id)
+		if x.speculative {
+			for _, id := range b.ids {
+				delete(x.owned, id)
+			}
 		}
 		x.f.flights.release(b)
 	}
@@ -321,11 +347,43 @@ func (x *Expansion) Await(ctx context.Context, level int) error {
 // Lookup says whether the expansion has delivered id, or learned that it does
 // not exist (obj nil, known true).
 func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
+	obj, known, _ = x.lookup(id)
+	return obj, known
+}
+
+// lookup is Lookup, and when id is not known yet, whether the origin is
+// still to send it: scheduled, not held, and the stream not over.
+func (x *Expansion) lookup(id string) (obj *graph.Object, known, coming bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	o, ok := x.got[id]
-	if o == absent {
-		return nil, true
+	switch {
+	case o == absent:
+		return nil, true, false
+	case o == released:
+		return nil, false, false // sent by the walk, no longer held
+	case ok:
+		return o, true, false
+	}
+	return nil, false, !x.finished && x.reach.Has(id) && x.known[id] == nil
+}
+
+// delivered answers a waiter for id once its level was released: the
+// object received, or not ok for an id that does not exist or did not come.
+// An object the walk has sent and let go of since is the cache's copy,
+// filled before the level was released.
+func (x *Expansion) delivered(id string) (*graph.Object, bool) {
+	x.mu.Lock()
+	o, ok := x.got[id]
+	x.mu.Unlock()
+	switch {
+	case o == absent:
+		return nil, false
+	case o == released:
+		if o, _ := x.f.cache.Peek(id); o != nil {
+			return o, true
+		}
+		return nil, false // evicted meanwhile: the waiter fetches it
 	}
 	return o, ok
 }
@@ -338,7 +396,7 @@ func (x *Expansion) Delivered(ids []string) (objs []*graph.Object, rest []string
 	objs = make([]*graph.Object, 0, len(ids))
 	for _, id := range ids {
 		switch o, ok := x.got[id]; {
-		case !ok:
+		case !ok, o == released:
 			rest = append(rest, id)
 		case o != absent:
 			objs = append(objs, o)

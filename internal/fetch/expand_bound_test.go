@@ -62,7 +62,7 @@ func TestExpandBoundedByTheRequest(t *testing.T) {
 	fx := &floodExpander{Origin: fetchtest.NewOrigin(objs)}
 	r := newRig(t, fx, Config{}, cache.Config{})
 	var got int
-	missing, err := r.f.Walk(context.Background(), []string{"task-0"}, graph.Budget{Depth: 1},
+	missing, err := r.f.Walk(context.Background(), []string{"task-0"}, graph.Budget{Depth: 1}, 0,
 		func(_ int, rs []Result) error { got += len(rs); return nil })
 	require.NoError(t, err)
 	assert.Empty(t, missing)
@@ -78,7 +78,7 @@ func TestExpandLevelOutOfRangeIsMalformed(t *testing.T) {
 	objs := fetchtest.Tree(t, 2, 3)
 	fx := &floodExpander{Origin: fetchtest.NewOrigin(objs), badLevel: 1 << 31}
 	r := newRig(t, fx, Config{}, cache.Config{})
-	_, err := r.f.Walk(context.Background(), []string{"task-0"}, graph.Budget{Depth: 5},
+	_, err := r.f.Walk(context.Background(), []string{"task-0"}, graph.Budget{Depth: 5}, 0,
 		func(int, []Result) error { return nil })
 	require.ErrorIs(t, err, ErrMalformedExpand)
 	assert.Equal(t, 1, fx.sent)
@@ -90,7 +90,7 @@ func TestExpandDropsUnrequested(t *testing.T) {
 	fo := fetchtest.NewOrigin(objs)
 	x := &extraExpander{Origin: fo}
 	r := newRig(t, x, Config{}, cache.Config{})
-	_, err := r.f.Walk(context.Background(), []string{"task-0"}, graph.Budget{Depth: 1},
+	_, err := r.f.Walk(context.Background(), []string{"task-0"}, graph.Budget{Depth: 1}, 0,
 		func(int, []Result) error { return nil })
 	require.NoError(t, err)
 	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.OriginMalformed.WithLabelValues(metrics.MalformedBeyondBudget)))

@@ -146,6 +146,9 @@ type Fetcher struct {
 	// fetchedBytes and fetchedObjects total every object filled from the
 	// origin: their ratio is the mean object size.
 	fetchedBytes, fetchedObjects atomic.Int64
+	// walkBytes totals the objects walks' Expands hold for their walks
+	// (readAhead).
+	walkBytes atomic.Int64
 }
 
 // New builds a fetcher. If o also implements Expander, expansions use it.

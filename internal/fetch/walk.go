@@ -13,11 +13,13 @@ import (
 // emit as soon as it is complete. Every object is demanded: cached ones are
 // hits, the rest are fetched a level at a time, or the whole remaining
 // subgraph in one Expand round trip when the origin has one, whose levels
-// are emitted as they arrive. It returns the ids that do not exist.
-func (f *Fetcher) Walk(ctx context.Context, roots []string, b graph.Budget, emit func(level int, rs []Result) error) (missing []string, err error) {
-	w := &walk{f: f, plan: graph.NewPlanIDs(roots, b), budget: b, status: make(map[string]Status)}
+// are emitted as they arrive. The Expand keeps at most ahead bytes of
+// objects for the walk beyond the level the walk is on, plus one message
+// (see readAhead); 0 = no bound. It returns the ids that do not exist.
+func (f *Fetcher) Walk(ctx context.Context, roots []string, b graph.Budget, ahead int64, emit func(level int, rs []Result) error) (missing []string, err error) {
+	w := &walk{f: f, plan: graph.NewPlanIDs(roots, b), budget: b, status: make(map[string]Status), ahead: ahead}
 	xctx, cancel := context.WithCancel(ctx)
-	defer func() { cancel(); w.xdone.Wait() }()
+	defer func() { cancel(); w.xdone.Wait(); w.done() }()
 	for {
 		if err := ctx.Err(); err != nil {
 			return nil, err
@@ -26,6 +28,7 @@ func (f *Fetcher) Walk(ctx context.Context, roots []string, b graph.Budget, emit
 		if !ok {
 			// The Expand may still be reading its stream's end: let it finish
 			// rather than cancel a round trip that succeeded.
+			w.done()
 			w.xdone.Wait()
 			return w.plan.Missing(), nil
 		}
@@ -46,6 +49,17 @@ func (f *Fetcher) Walk(ctx context.Context, roots []string, b graph.Budget, emit
 		if err := emit(st.Level, rs); err != nil {
 			return nil, err
 		}
+		if w.x != nil && w.x.ahead != nil {
+			w.x.ahead.release(w.x, st.Level-w.xLevel, st.IDs)
+		}
+	}
+}
+
+// done tells the walk's Expand that the walk needs nothing more from it:
+// whatever it still reads is not held back.
+func (w *walk) done() {
+	if w.x != nil && w.x.ahead != nil {
+		w.x.ahead.close(w.x)
 	}
 }
 
@@ -57,6 +71,7 @@ type walk struct {
 	status map[string]Status // how the current level's objects were obtained
 	x      *Expansion        // the walk's Expand, running beside it
 	xLevel int               // the plan level of x's roots
+	ahead  int64             // bytes x may hold beyond the walk's level; 0 = no bound
 	xdone  sync.WaitGroup
 }
 
@@ -72,6 +87,9 @@ func (w *walk) fetch(ctx, xctx context.Context, st graph.Step) ([]*graph.Object,
 		// Roots another fetch is bringing are left to demand below; held
 		// ones are walked through.
 		x := w.f.NewExpansion(st.IDs, w.plan.Rest(st, w.budget), false)
+		if w.ahead > 0 {
+			x.ahead = &readAhead{limit: w.ahead, room: make(chan struct{}), counted: make(map[string]int64)}
+		}
 		w.x, w.xLevel = x, st.Level
 		w.xdone.Add(1)
 		go func() {
@@ -104,11 +122,13 @@ func (w *walk) fetch(ctx, xctx context.Context, st graph.Step) ([]*graph.Object,
 }
 
 // have tells the plan what is held: what the walk's Expand delivered, or
-// the cache's fresh copy (a hit).
+// the cache's fresh copy (a hit). An id the Expand is still bringing is not
+// looked up in the cache: the origin sends it whether cached or not (it was
+// not among the known ids), so the walk waits for that copy.
 func (w *walk) have(id string) (*graph.Object, bool) {
 	if w.x != nil {
-		if o, known := w.x.Lookup(id); known {
-			return o, true
+		if o, known, coming := w.x.lookup(id); known || coming {
+			return o, known
 		}
 	}
 	l, ok := w.f.cache.Get(id)

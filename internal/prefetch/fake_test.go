@@ -58,7 +58,7 @@ func (e *engine) Get(ctx context.Context, ids []string, h Hint) ([]Result, []str
 }
 
 func (e *engine) Graph(ctx context.Context, roots []string, b graph.Budget, emit func(int, []Result) error) ([]string, error) {
-	return e.f.Walk(ctx, roots, b, emit)
+	return e.f.Walk(ctx, roots, b, 0, emit)
 }
 
 func (e *engine) Close() { e.s.Close() }

@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"cmp"
+	"context"
 	"errors"
 	"math"
 	"slices"
@@ -19,16 +20,17 @@ type candidate struct {
 // chanceWalk is one job of the chooser under way.
 type chanceWalk struct {
 	s      *Scheduler
-	ahead  int     // levels the application reads in one round trip (Chooser.Ahead)
-	near   float64 // the least chance fetched within them
-	far    float64 // and beyond them (Chooser.Threshold)
-	depth  int     // the deepest level, below the roots
-	budget int     // objects
+	ctx    context.Context // the job's: cancelled when a demand preempts it or the scheduler closes
+	ahead  int             // levels the application reads in one round trip (Chooser.Ahead)
+	near   float64         // the least chance fetched within them
+	far    float64         // and beyond them (Chooser.Threshold)
+	depth  int             // the deepest level, below the roots
+	budget int             // objects
 	reach  *graph.Reach
 }
 
-func (s *Scheduler) newChanceWalk(j job) *chanceWalk {
-	w := &chanceWalk{s: s, far: s.chooser.Threshold(), budget: j.budget.MaxObjects,
+func (s *Scheduler) newChanceWalk(ctx context.Context, j job) *chanceWalk {
+	w := &chanceWalk{s: s, ctx: ctx, far: s.chooser.Threshold(), budget: j.budget.MaxObjects,
 		reach: graph.NewReach(graph.Budget{MaxObjects: j.budget.MaxObjects + len(j.roots)}, len(j.roots))}
 	w.ahead, w.near = s.chooser.Ahead(s.win.RoundTrip())
 	w.depth, _ = s.chooser.Limits()
@@ -51,8 +53,8 @@ func (w *chanceWalk) threshold(level int) float64 {
 // until the job's object budget or the chooser's depth is spent. Held
 // objects cost nothing and are walked through; every id is considered once
 // (graph.Reach), so cycles end.
-func (s *Scheduler) expandChances(j job) {
-	w := s.newChanceWalk(j)
+func (s *Scheduler) expandChances(ctx context.Context, j job) {
+	w := s.newChanceWalk(ctx, j)
 	level := make([]*graph.Object, 0, len(j.roots))
 	chance := make(map[string]float64, len(j.roots))
 	depthOf := make(map[string]int, len(j.roots)) // how far below a direct request
@@ -65,7 +67,7 @@ func (s *Scheduler) expandChances(j job) {
 	}
 	var buf []float64
 	idle := 0 // levels in a row with nothing to fetch
-	for d := 1; d <= w.depth && len(level) > 0 && s.ctx.Err() == nil; d++ {
+	for d := 1; d <= w.depth && len(level) > 0 && ctx.Err() == nil; d++ {
 		var cands []candidate
 		var whole bool
 		cands, whole, buf = s.candidates(level, chance, depthOf, w.threshold(d), buf)
@@ -78,7 +80,7 @@ func (s *Scheduler) expandChances(j job) {
 		} else if idle >= maxIdleLevels && d >= w.ahead {
 			return
 		}
-		got, err := s.speculate(fetch)
+		got, err := s.speculate(ctx, fetch)
 		if err != nil {
 			return // origin trouble or shutdown: speculation just stops
 		}
@@ -177,11 +179,11 @@ func (w *chanceWalk) expandWhole(level []*graph.Object, depthOf map[string]int, 
 		return true
 	}
 	defer s.whole.Store(false)
-	x, err := s.runExpansion(roots, b)
+	x, err := s.runExpansion(w.ctx, roots, b)
 	if err != nil {
 		return !errors.Is(err, errors.ErrUnsupported) // trouble: stop; unsupported: level by level
 	}
-	_, _ = x.JoinedRoots(s.ctx)
+	_, _ = x.JoinedRoots(w.ctx)
 	return true
 }
 

@@ -207,25 +207,6 @@ func (l *Learned) Threshold() float64 { return l.cfg.Threshold }
 // Limits implements Chooser.
 func (l *Learned) Limits() (depth, objects int) { return l.cfg.MaxDepth, l.cfg.MaxObjects }
 
-// Ahead implements Chooser: the levels holding the reads the application
-// makes in one round trip (pace), and the least chance worth a fetch
-// within them: Cost ÷ rtt, the break-even of a fetch that, if read, saves
-// the application one round trip, but never below MinChance nor above
-// Threshold. Beyond those levels Threshold applies: there is time to wait
-// for the application to get nearer, when the chances will be known
-// better. Nothing is ahead before a round trip or a read was timed.
-func (l *Learned) Ahead(rtt time.Duration) (levels int, threshold float64) {
-	l.rtt.Store(int64(rtt))
-	if rtt <= 0 {
-		return 0, l.cfg.Threshold
-	}
-	l.mu.RLock()
-	reads, fanOut := l.pace.distance(rtt), l.pace.fanOut()
-	l.mu.RUnlock()
-	threshold = min(max(float64(l.cfg.Cost)/float64(rtt), l.cfg.MinChance), l.cfg.Threshold)
-	return levelsFor(reads, fanOut, l.cfg.MaxDepth), threshold
-}
-
 // Depth implements Chooser: how far below a direct request id was read
 // last; 0 when it was requested directly or is not remembered.
 func (l *Learned) Depth(id string) int {

@@ -159,6 +159,7 @@ func TestReadmeErrorsTable(t *testing.T) {
 		{"`RESOURCE_EXHAUSTED`", "a request, a reply or an origin reply larger"}, // test/faults: message and object limits
 		{"`RESOURCE_EXHAUSTED`", "a GetGraph while `--max-walks`"},               // server_test.go: TestGetGraphFloodIsRefused
 		{"`RESOURCE_EXHAUSTED`", "a GetGraph while the streams under way hold"},  // streams_test.go: TestStreamMemoryIsBounded
+		{"`RESOURCE_EXHAUSTED`", "a Get or BatchGet with an id the cache"},       // admission_test.go: TestOriginRequestsAreAdmitted
 	}
 	rows := readmeErrors(t)
 	covered := map[errorRow]bool{}

@@ -50,7 +50,14 @@ const floodClients = 10000
 // each kind runs with the servers' per-connection stream limit at
 // streams=N (grpc.MaxConcurrentStreams, --max-concurrent-streams), where
 // the flood's streams beyond N wait in its own client, and at
-// streams=unlimited, gRPC's default.
+// streams=unlimited, gRPC's default; and with the sidecar-wide admission
+// of requests that need the origin at its default (origin-requests=default,
+// --max-origin-requests and --max-origin-waiting), where the flood's
+// misses beyond it wait parked in the sidecar or are refused, and without
+// it (origin-requests=unlimited). A flooding caller refused
+// RESOURCE_EXHAUSTED asks again at once, with no backoff: the worst case
+// for the sidecar. The hits' client runs in the sidecar's process and
+// shares its cores, as an application on the same node would.
 func BenchmarkHitDuringFlood(b *testing.B) {
 	for _, fl := range []struct {
 		name             string
@@ -62,16 +69,22 @@ func BenchmarkHitDuringFlood(b *testing.B) {
 		{"gets-apart-40conns", floodClients, 0, 40},
 	} {
 		for _, streams := range floodStreamLimits {
-			b.Run(fmt.Sprintf("flood=%s/streams=%s", fl.name, streamLimitName(streams)), func(b *testing.B) {
-				benchmarkHitDuringFlood(b, fl.getters, fl.walkers, fl.conns, streams)
-			})
+			for _, misses := range []int{unlimited, 0} {
+				name := fmt.Sprintf("flood=%s/streams=%s/origin-requests=%s", fl.name, streamLimitName(streams), originLimitName(misses))
+				b.Run(name, func(b *testing.B) {
+					benchmarkHitDuringFlood(b, fl.getters, fl.walkers, fl.conns, streams, Config{MaxOriginRequests: misses})
+				})
+			}
 		}
 	}
 }
 
 // floodStreamLimits are the per-connection stream limits
 // BenchmarkHitDuringFlood compares; 0 is none.
-var floodStreamLimits = []uint32{0, 16, 64, 256, 1024}
+var floodStreamLimits = []uint32{0, 256}
+
+// unlimited, as Config.MaxOriginRequests, is more places than callers.
+const unlimited = 1 << 30
 
 func streamLimitName(n uint32) string {
 	if n == 0 {
@@ -80,12 +93,19 @@ func streamLimitName(n uint32) string {
 	return strconv.FormatUint(uint64(n), 10)
 }
 
+func originLimitName(n int) string {
+	if n == unlimited {
+		return "unlimited"
+	}
+	return "default"
+}
+
 // benchmarkHitDuringFlood is one row of BenchmarkHitDuringFlood.
-func benchmarkHitDuringFlood(b *testing.B, getters, walkers, conns int, streams uint32) {
+func benchmarkHitDuringFlood(b *testing.B, getters, walkers, conns int, streams uint32, cfg Config) {
 	o := origintest.New(&graph.Object{ID: "hit", Version: 1, Payload: make([]byte, 1024)})
 	o.Misbehave(origintest.Misbehaviour{Delay: 50 * time.Millisecond, Generate: origintest.Endless(2)})
 	limit := grpc.MaxConcurrentStreams(streams)
-	r := newHostileRigWith(b, o, origin.Config{}, Config{}, limit)
+	r := newHostileRigWith(b, o, origin.Config{}, cfg, limit)
 	hits := lookaheadv1.NewSidecarServiceClient(r.dial())
 	ctx := context.Background()
 	_, err := hits.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"})

@@ -32,6 +32,7 @@ type hostileRig struct {
 	cc     *grpc.ClientConn
 	origin *origintest.Origin
 	oc     *origin.Client
+	f      *fetch.Fetcher
 	m      *metrics.Set
 	reg    *prometheus.Registry // the gRPC server metrics and the near hub's
 	codec  *RequestCodec
@@ -69,7 +70,7 @@ func newHostileRigWith(t testing.TB, o *origintest.Origin, cfg origin.Config, sc
 		append(append(Interceptors(metrics.NewGRPCServer(reg)), codec.ServerOptions()...), opts...)...)
 	t.Cleanup(func() { e.Close(); c.Close() })
 	scc := dial()
-	return &hostileRig{client: lookaheadv1.NewSidecarServiceClient(scc), cc: scc, origin: o, oc: oc, m: m, reg: reg,
+	return &hostileRig{client: lookaheadv1.NewSidecarServiceClient(scc), cc: scc, origin: o, oc: oc, f: f, m: m, reg: reg,
 		codec: codec, svc: svc, hub: hub, dial: dial}
 }
 

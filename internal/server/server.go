@@ -39,6 +39,11 @@ type Config struct {
 	// StreamBytes bounds the bytes all GetGraph streams together hold for
 	// their clients (see streamMemory); default 64 MiB.
 	StreamBytes int64
+	// MaxOriginRequests bounds the Gets and BatchGets with an uncached id
+	// served at once, across all connections; beyond it they wait, up to
+	// MaxOriginWaiting, and beyond that are refused RESOURCE_EXHAUSTED (see
+	// misses). Defaults 256 and 4096.
+	MaxOriginRequests, MaxOriginWaiting int
 }
 
 // SetDefaults fills zero values with the documented defaults.
@@ -64,6 +69,12 @@ func (c *Config) SetDefaults() {
 	if c.StreamBytes == 0 {
 		c.StreamBytes = 64 << 20
 	}
+	if c.MaxOriginRequests == 0 {
+		c.MaxOriginRequests = 256
+	}
+	if c.MaxOriginWaiting == 0 {
+		c.MaxOriginWaiting = 4096
+	}
 }
 
 // Validate reports every broken limit.
@@ -73,7 +84,8 @@ func (c Config) Validate() error {
 		name string
 		n    int
 	}{{"max ids", c.MaxIDs}, {"max depth", c.MaxDepth}, {"max objects", c.MaxObjects},
-		{"chunk objects", c.ChunkObjects}, {"chunk bytes", c.ChunkBytes}, {"max walks", c.MaxWalks}} {
+		{"chunk objects", c.ChunkObjects}, {"chunk bytes", c.ChunkBytes}, {"max walks", c.MaxWalks},
+		{"max origin requests", c.MaxOriginRequests}, {"max origin waiting", c.MaxOriginWaiting}} {
 		if v.n < 1 {
 			errs = append(errs, fmt.Errorf("%s %d: must be at least 1", v.name, v.n))
 		}
@@ -93,9 +105,12 @@ type Writer interface {
 // Fetcher answers demands (fetch.Fetcher).
 type Fetcher interface {
 	Get(ctx context.Context, ids []string) (*fetch.Answer, error)
-	Walk(ctx context.Context, roots []string, b graph.Budget, emit func(level int, rs []fetch.Result) error) (missing []string, err error)
+	Walk(ctx context.Context, roots []string, b graph.Budget, ahead int64, emit func(level int, rs []fetch.Result) error) (missing []string, err error)
 	// Changed is the one entry of write-side events: see fetch.Fetcher.Changed.
 	Changed(id string, version uint64, deleted bool) bool
+	// Peek says whether the cache holds id fresh, without counting: a
+	// request of held ids needs no place among MaxOriginRequests.
+	Peek(id string) (*graph.Object, bool)
 }
 
 // Scheduler is told of every answered demand, to speculate
@@ -114,6 +129,7 @@ type Server struct {
 	log     *slog.Logger
 	walks   chan struct{} // one token per GetGraph being served
 	streams *streamMemory
+	misses  *misses
 	near    *near.Hub // nil unless EnableNear
 }
 
@@ -124,14 +140,20 @@ func New(cfg Config, f Fetcher, sched Scheduler, w Writer, log *slog.Logger) (*S
 		return nil, err
 	}
 	return &Server{cfg: cfg, fetcher: f, sched: sched, writer: w, log: log,
-		walks: make(chan struct{}, cfg.MaxWalks), streams: newStreamMemory(cfg.StreamBytes)}, nil
+		walks: make(chan struct{}, cfg.MaxWalks), streams: newStreamMemory(cfg.StreamBytes),
+		misses: newMisses(cfg.MaxOriginRequests, cfg.MaxOriginWaiting)}, nil
 }
 
 // get answers ids and tells the scheduler.
 func (s *Server) get(ctx context.Context, ids []string, h prefetch.Hint) (*fetch.Answer, error) {
 	s.track(ctx, ids)
+	done, err := s.misses.admit(ctx, ids, s.fetcher)
+	if err != nil {
+		return nil, err
+	}
 	ctx, span := s.lookupSpan(ctx, len(ids))
 	a, err := s.fetcher.Get(ctx, ids)
+	done()
 	endLookup(span, a, err)
 	if err != nil {
 		return nil, toStatus(err)
@@ -206,7 +228,10 @@ func (s *Server) GetGraph(req *lookaheadv1.GetGraphRequest, stream lookaheadv1.S
 		return err
 	}
 	defer done()
-	missing, err := s.fetcher.Walk(stream.Context(), req.GetRoots(), b, func(_ int, rs []fetch.Result) error {
+	// Each of MaxWalks walks may have its share of StreamBytes received
+	// ahead of its client.
+	ahead := max(s.cfg.StreamBytes/int64(s.cfg.MaxWalks), 1)
+	missing, err := s.fetcher.Walk(stream.Context(), req.GetRoots(), b, ahead, func(_ int, rs []fetch.Result) error {
 		return s.sendLevel(stream, rs) // a level is complete: send it now
 	})
 	if err != nil {
