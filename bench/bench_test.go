@@ -55,7 +55,7 @@ func TestSmoke(t *testing.T) {
 	require.NoError(t, err)
 
 	assert.Greater(t, rep.NoPrefetchRoundTrips, 0.0, "W1 read no round trips from the no_prefetch sidecar's /metrics")
-	// W1: one table per latency; W2: the summary, the stall hidden and one per think time; W3: two; W4: one; W5: one per latency;
+	// W1: one table per latency; W2: the summary, the stall hidden, one per think time and the near-cache row's reads; W3: two; W4: one; W5: one per latency;
 	// W6: one per latency where PostgreSQL is installed (it must be, under CI).
 	w6Tables := len(cfg.W6.LatenciesMS)
 	if _, err := pgtest.BinDir(); err != nil {
@@ -63,7 +63,7 @@ func TestSmoke(t *testing.T) {
 	} else {
 		assert.Contains(t, rep.Markdown, "| lookahead warm |")
 	}
-	assert.Len(t, rep.Tables, len(cfg.W1.LatenciesMS)+2+len(cfg.W2.Think)+2+1+len(cfg.W5.LatenciesMS)+w6Tables)
+	assert.Len(t, rep.Tables, len(cfg.W1.LatenciesMS)+3+len(cfg.W2.Think)+2+1+len(cfg.W5.LatenciesMS)+w6Tables)
 	for _, h := range []string{"## W1", "## W2", "## W3", "## W4", "## W5", "## W6", "| no_prefetch |", "| full_prefetch |", "| peer: batched client |",
 		"| friends of friends | off |", "| hot spot | **best static**: "} {
 		assert.Contains(t, rep.Markdown, h)

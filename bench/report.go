@@ -215,6 +215,7 @@ func (r *reporter) w2(res *w2Result) {
 	for _, d := range detail {
 		b.WriteString("\n" + r.addTable(d))
 	}
+	fmt.Fprintf(&b, "\n### The near-cache row's reads\n\n%s%s", w2NearReadsNote, r.addTable(res.nearReadsTable()))
 	var series []plot.Series
 	var labels []string
 	for _, t := range c.Think {

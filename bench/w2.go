@@ -43,6 +43,7 @@ type w2Sample struct {
 	Objects int
 	Think   time.Duration // measured think time per object
 	C       counters
+	Reads   w2Reads // near-cache rows only
 }
 
 // w2Cell is one think time × condition × workers (0 = prefetch off,
@@ -249,7 +250,11 @@ func w2Run(ctx context.Context, e *env, originAddr string, cfg W2Config, nav kna
 		return s, err
 	}
 	get := func(ctx context.Context, id string) (*graph.Object, error) {
-		o, _, err := cl.Get(ctx, id, nil)
+		start := time.Now()
+		o, st, err := cl.Get(ctx, id, nil)
+		if near {
+			s.Reads.add(st, time.Since(start))
+		}
 		return graphpb.FromProto(o), err
 	}
 	var thought time.Duration

@@ -137,14 +137,17 @@ func (f *Fetcher) awaitJoins(ctx context.Context, joins map[*call][]string, out 
 // Speculate fetches ids for a prefetch: claims them, fetches what is not in
 // flight in batches, and waits for the rest. The caller holds the worker
 // slot that bounds speculation, so that a demand never joins a fetch that
-// is itself still queued behind speculation.
+// is itself still queued behind speculation. Ending ctx cancels its origin
+// calls, unless a demand has joined one of them (see guarded).
 func (f *Fetcher) Speculate(ctx context.Context, ids []string) ([]*graph.Object, error) {
-	ctx = f.cfg.Speculative(ctx)
-	joins, own := f.flights.claim(ids, f.cfg.BatchSize, true)
+	g := &guard{}
+	joins, own := f.flights.claim(ids, f.cfg.BatchSize, g)
+	calls, done := f.flights.guarded(f.cfg.Speculative(ctx), g)
+	defer done()
 	var out []*graph.Object
 	var firstErr error
 	for _, b := range own {
-		f.run(ctx, b, true)
+		f.run(calls, b, true)
 		if b.call.err != nil && firstErr == nil {
 			firstErr = b.call.err
 		}

@@ -47,6 +47,7 @@ var ErrMalformedExpand = errors.New("fetch: malformed expand stream")
 type Expansion struct {
 	f           *Fetcher
 	speculative bool
+	guard       *guard // a speculative expansion's; nil for a demand's
 	budget      graph.Budget
 	since       uint64   // cache.Changes when the expansion began
 	roots       []string // the roots the Expand asks for: those no other fetch is bringing
@@ -93,6 +94,7 @@ func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool)
 		changed: make(chan struct{}),
 	}
 	if speculative {
+		x.guard = &guard{}
 		x.owned = make(map[string]*graph.Object, len(roots))
 	}
 	x.known = f.heldBelow(roots, b)
@@ -126,7 +128,9 @@ func (x *Expansion) JoinedRoots(ctx context.Context) ([]*graph.Object, error) {
 
 // Run performs the Expand call and returns its error; one matching
 // errors.ErrUnsupported means the origin cannot expand (the fetcher stops
-// asking). Every claim is released by the time Run returns.
+// asking). Every claim is released by the time Run returns. A speculative
+// expansion's Expand ends with ctx unless a demand has joined one of its
+// claims by then (see guarded).
 func (x *Expansion) Run(ctx context.Context) error {
 	x.mu.Lock()
 	nothing := x.awaited() == 0
@@ -138,7 +142,9 @@ func (x *Expansion) Run(ctx context.Context) error {
 		return nil
 	}
 	if x.speculative {
-		ctx = x.f.cfg.Speculative(ctx)
+		var done func()
+		ctx, done = x.f.flights.guarded(x.f.cfg.Speculative(ctx), x.guard)
+		defer done()
 	}
 	receive := x.receive
 	if x.ahead != nil {
@@ -146,7 +152,7 @@ func (x *Expansion) Run(ctx context.Context) error {
 			if err := x.receive(level, objs, missing); err != nil {
 				return err
 			}
-			return x.ahead.pace(ctx, x, level, objs)
+			return x.ahead.pace(ctx, x, level)
 		}
 	}
 	err := x.f.expander.Expand(ctx, x.roots, x.knownList(), x.budget, receive)
@@ -187,7 +193,7 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	if len(fresh) == 0 {
 		return nil
 	}
-	joins, own := x.f.flights.claim(fresh, len(fresh), x.speculative)
+	joins, own := x.f.flights.claim(fresh, len(fresh), x.guard)
 	for _, b := range own {
 		b.call.partial = true
 		if !x.speculative {
@@ -219,6 +225,9 @@ func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) e
 		x.advance()
 	}
 	objs = x.expected(level, objs)
+	if x.ahead != nil {
+		x.ahead.count(x, objs)
+	}
 	var next []string
 	for _, o := range objs {
 		x.got[o.ID] = o
@@ -336,48 +345,4 @@ func (x *Expansion) Await(ctx context.Context, level int) error {
 			return ctx.Err()
 		}
 	}
-}
-
-// Lookup says whether the expansion has delivered id, or learned that it does
-// not exist (obj nil, known true).
-func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	o, ok := x.got[id]
-	switch o {
-	case absent:
-		return nil, true
-	case released:
-		return nil, false
-	}
-	return o, ok
-}
-
-// delivered answers a waiter for id once its level was released: the
-// object received, or not ok for an id that does not exist or did not come.
-func (x *Expansion) delivered(id string) (*graph.Object, bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	o, ok := x.got[id]
-	if o == absent {
-		return nil, false
-	}
-	return o, ok
-}
-
-// Delivered returns the objects of ids the expansion has received, with the
-// ids it has not (nil if all), in the order of ids.
-func (x *Expansion) Delivered(ids []string) (objs []*graph.Object, rest []string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	objs = make([]*graph.Object, 0, len(ids))
-	for _, id := range ids {
-		switch o, ok := x.got[id]; {
-		case !ok, o == released:
-			rest = append(rest, id)
-		case o != absent:
-			objs = append(objs, o)
-		}
-	}
-	return objs, rest
 }

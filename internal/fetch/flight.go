@@ -11,6 +11,7 @@ import (
 type call struct {
 	done        chan struct{}
 	speculative bool
+	guard       *guard // a speculative call's: whether it may still be cancelled
 	// partial: an id absent from objs was not delivered (an Expand's budget
 	// ran out), rather than found not to exist; its waiters fetch it.
 	partial bool
@@ -35,6 +36,14 @@ func (c *call) object(id string) (*graph.Object, bool) {
 
 func newCall(speculative bool) *call {
 	return &call{done: make(chan struct{}), speculative: speculative}
+}
+
+// newGuarded is a call of the speculative fetch g guards, or, with g nil, a
+// demand's call.
+func newGuarded(g *guard) *call {
+	c := newCall(g != nil)
+	c.guard = g
+	return c
 }
 
 // batch is a call and the ids it fetches.
@@ -70,19 +79,23 @@ func newFlights(batchSize, slots int) *flights {
 
 // claim splits ids into those already in flight (grouped by the call that
 // will deliver them) and new batches of at most batchSize ids that the
-// caller now owns and must finish with release. Speculative claims and
-// Expand claims use it; the caller holds whatever limits its concurrency.
-func (f *flights) claim(ids []string, batchSize int, speculative bool) (joins map[*call][]string, own []*batch) {
+// caller now owns and must finish with release. Speculative claims (g
+// guards their fetch) and Expand claims (g nil for a demand's) use it; the
+// caller holds whatever limits its concurrency.
+func (f *flights) claim(ids []string, batchSize int, g *guard) (joins map[*call][]string, own []*batch) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var cur *batch
 	for _, id := range ids {
-		if c, ok := f.calls[id]; ok {
+		if c, ok := f.calls[id]; ok && c.joinable() {
+			if g == nil {
+				c.demand()
+			}
 			joins = addJoin(joins, c, id)
 			continue
 		}
 		if cur == nil || len(cur.ids) == batchSize {
-			cur = &batch{call: newCall(speculative)}
+			cur = &batch{call: newGuarded(g)}
 			own = append(own, cur)
 		}
 		cur.ids = append(cur.ids, id)
@@ -101,7 +114,8 @@ func (f *flights) claimDemand(ids []string) (joins map[*call][]string, own []*ba
 	defer f.mu.Unlock()
 	var cur *batch
 	for _, id := range ids {
-		if c, ok := f.calls[id]; ok {
+		if c, ok := f.calls[id]; ok && c.joinable() {
+			c.demand()
 			joins = addJoin(joins, c, id)
 			continue
 		}

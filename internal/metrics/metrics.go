@@ -49,6 +49,8 @@ type Set struct {
 	PrefetchDepth       prometheus.Gauge   // current configured or learned depth
 	PrefetchWindow      prometheus.Gauge   // speculative origin calls allowed in flight (AIMD)
 	PrefetchShed        prometheus.Counter // speculative origin calls the origin refused RESOURCE_EXHAUSTED
+	PrefetchPreempted   prometheus.Counter // queued jobs a demand miss overtook, dropped
+	PrefetchCancelled   prometheus.Counter // running jobs a demand miss overtook, cancelled
 
 	// Coherence.
 	StaleFills      prometheus.Counter     // fills refused: older than a change the origin announced
@@ -106,6 +108,8 @@ func New(reg prometheus.Registerer) *Set {
 		PrefetchDepth:       gauge("prefetch_depth", "Reference levels currently prefetched below a demanded object."),
 		PrefetchWindow:      gauge("prefetch_window", "Speculative origin calls allowed in flight now: --prefetch-workers at most, halved when the origin sheds one or demand round trips slow down."),
 		PrefetchShed:        counter("prefetch_shed_total", "Speculative origin calls the origin refused RESOURCE_EXHAUSTED (shed under load); each backs speculation off, none is an error."),
+		PrefetchPreempted:   counter("prefetch_preempted_total", "Queued prefetch jobs dropped because a demand miss overtook them: the application read, uncached, an object their triggers refer to."),
+		PrefetchCancelled:   counter("prefetch_cancelled_total", "Running prefetch jobs cancelled because a demand miss overtook them; their origin calls no demand had joined were cut."),
 		StaleFills:          counter("cache_stale_fills_total", "Fetched copies not cached because the origin had announced a newer version or a deletion."),
 		StaleServed:         counterVec("stale_served_total", "Objects answered stale, by reason: revalidate (stale-while-revalidate) or error (stale-if-error).", "reason"),
 		WatchConnected:      gauge("watch_connected", "Origin change streams established: 1 while the origin's is, else 0 (with several origins, how many are up)."),
@@ -121,7 +125,7 @@ func New(reg prometheus.Registerer) *Set {
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
 		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchClamped, s.PrefetchDepth,
-		s.PrefetchWindow, s.PrefetchShed)
+		s.PrefetchWindow, s.PrefetchShed, s.PrefetchPreempted, s.PrefetchCancelled)
 	s.newResilience(reg)
 	s.newRoutes(reg)
 	return s

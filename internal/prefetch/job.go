@@ -1,6 +1,7 @@
 package prefetch
 
 import (
+	"context"
 	"errors"
 	"sync"
 
@@ -9,8 +10,9 @@ import (
 )
 
 // expand runs one speculative job: walk below its roots through what is
-// held and fetch the rest, level by level, until the budget is spent.
-func (s *Scheduler) expand(j job) {
+// held and fetch the rest, level by level, until the budget is spent or ctx
+// ends.
+func (s *Scheduler) expand(ctx context.Context, j job) {
 	plan := graph.NewPlan(j.roots, j.budget)
 	var xs []*fetch.Expansion // this job's Expand calls: what they brought stays visible to the plan
 	have := func(id string) (*graph.Object, bool) {
@@ -21,7 +23,7 @@ func (s *Scheduler) expand(j job) {
 		}
 		return s.fetcher.Peek(id)
 	}
-	for s.ctx.Err() == nil {
+	for ctx.Err() == nil {
 		st, ok := plan.Step(have)
 		if !ok {
 			if j.capped && plan.Remaining() == 0 {
@@ -33,7 +35,7 @@ func (s *Scheduler) expand(j job) {
 		if len(st.Fetch) > 0 {
 			var x *fetch.Expansion
 			var err error
-			fetched, x, err = s.fetchLevel(plan, st, j.budget)
+			fetched, x, err = s.fetchLevel(ctx, plan, st, j.budget)
 			if err != nil {
 				return // origin trouble or shutdown: speculation just stops
 			}
@@ -48,19 +50,19 @@ func (s *Scheduler) expand(j job) {
 // fetchLevel fetches a level's ids for a job: with one Expand for the rest
 // of the job when the origin has one (below the held objects of the level
 // too, which it walks through without sending), level by level otherwise.
-func (s *Scheduler) fetchLevel(plan *graph.Plan, st graph.Step, b graph.Budget) ([]*graph.Object, *fetch.Expansion, error) {
+func (s *Scheduler) fetchLevel(ctx context.Context, plan *graph.Plan, st graph.Step, b graph.Budget) ([]*graph.Object, *fetch.Expansion, error) {
 	if b.Depth-st.Level > 0 && s.fetcher.CanExpand() {
-		x, err := s.runExpansion(st.IDs, plan.Rest(st, b))
+		x, err := s.runExpansion(ctx, st.IDs, plan.Rest(st, b))
 		if err == nil {
 			fetched, _ := x.Delivered(st.Fetch)
-			more, err := x.JoinedRoots(s.ctx) // roots another fetch was bringing
+			more, err := x.JoinedRoots(ctx) // roots another fetch was bringing
 			return append(fetched, more...), x, err
 		}
 		if !errors.Is(err, errors.ErrUnsupported) {
 			return nil, nil, err
 		}
 	}
-	fetched, err := s.speculate(st.Fetch)
+	fetched, err := s.speculate(ctx, st.Fetch)
 	return fetched, nil, err
 }
 
@@ -68,19 +70,19 @@ func (s *Scheduler) fetchLevel(plan *graph.Plan, st graph.Step, b graph.Budget) 
 // The slot is taken before the expansion claims its ids, as speculate's
 // batches do: a fetch that claimed ids and then waited for a slot could be
 // waited on by every holder of one.
-func (s *Scheduler) runExpansion(roots []string, b graph.Budget) (*fetch.Expansion, error) {
-	if err := s.win.acquire(s.ctx); err != nil {
+func (s *Scheduler) runExpansion(ctx context.Context, roots []string, b graph.Budget) (*fetch.Expansion, error) {
+	if err := s.win.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer s.win.release()
 	x := s.fetcher.NewExpansion(roots, b, true)
-	return x, x.Run(s.ctx)
+	return x, x.Run(ctx)
 }
 
 // speculate fetches ids for a job in batches, each waiting for a window
 // slot before it claims its ids, so that a demand never joins a fetch that
 // is itself still queued behind speculation.
-func (s *Scheduler) speculate(ids []string) ([]*graph.Object, error) {
+func (s *Scheduler) speculate(ctx context.Context, ids []string) ([]*graph.Object, error) {
 	var (
 		mu       sync.Mutex
 		out      []*graph.Object
@@ -93,11 +95,11 @@ func (s *Scheduler) speculate(ids []string) ([]*graph.Object, error) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			if s.win.acquire(s.ctx) != nil {
+			if s.win.acquire(ctx) != nil {
 				return
 			}
 			defer s.win.release()
-			got, err := s.fetcher.Speculate(s.ctx, chunk)
+			got, err := s.fetcher.Speculate(ctx, chunk)
 			mu.Lock()
 			out = append(out, got...)
 			if firstErr == nil {
@@ -107,7 +109,7 @@ func (s *Scheduler) speculate(ids []string) ([]*graph.Object, error) {
 		}()
 	}
 	wg.Wait()
-	if err := s.ctx.Err(); err != nil {
+	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
 	return out, firstErr

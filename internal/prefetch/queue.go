@@ -63,6 +63,26 @@ func (q *queue) pop() (job, bool) {
 	return j, true
 }
 
+// filter keeps, in their order, the jobs for which keep (which may change
+// them) reports true, and returns how many it dropped.
+func (q *queue) filter(keep func(*job) bool) (dropped int) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for i := 0; i < q.n; i++ {
+		j := q.buf[(q.head+i)%len(q.buf)]
+		if keep(&j) {
+			q.buf[(q.head+n)%len(q.buf)] = j
+			n++
+		}
+	}
+	for i := n; i < q.n; i++ {
+		q.buf[(q.head+i)%len(q.buf)] = job{} // release its objects to the collector
+	}
+	dropped, q.n = q.n-n, n
+	return dropped
+}
+
 func (q *queue) signal() {
 	select {
 	case q.ready <- struct{}{}:

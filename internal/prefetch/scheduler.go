@@ -35,6 +35,8 @@ type Metrics interface {
 	Depth(d int)  // the planner's current depth
 	Window(n int) // speculative origin calls the Window allows in flight now
 	Shed()        // a speculative origin call the origin refused RESOURCE_EXHAUSTED
+	Preempted()   // a queued speculative job a demand miss overtook (see overtake)
+	Cancelled()   // a running speculative job a demand miss overtook
 }
 
 // Mode selects whether the scheduler speculates.
@@ -102,11 +104,14 @@ func (c Config) validate() error {
 
 // job is speculative work: expand below roots, or refresh stale ids.
 type job struct {
-	roots   []*graph.Object
-	budget  graph.Budget
-	refresh []string
-	capped  bool // budget.MaxObjects is tierCap's, lower than the planner's
-	chance  bool // expand by the chooser's probabilities, budget.MaxObjects objects at most
+	roots []*graph.Object
+	// triggers are the objects of roots the request that scheduled the job
+	// read, less those a demand miss has overtaken since (see overtake).
+	triggers []*graph.Object
+	budget   graph.Budget
+	refresh  []string
+	capped   bool // budget.MaxObjects is tierCap's, lower than the planner's
+	chance   bool // expand by the chooser's probabilities, budget.MaxObjects objects at most
 }
 
 // Scheduler runs speculation: after each demand it asks its planner how far
@@ -128,6 +133,7 @@ type Scheduler struct {
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when running drops to 0; uses mu
 	running int        // workers holding or about to pop a job; guarded by mu
+	runs    runs       // the jobs workers run now; guarded by mu
 
 	ctx       context.Context // cancelled by Close; speculative work runs under it
 	cancel    context.CancelFunc
@@ -150,6 +156,7 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 		cfg: cfg, fetcher: f, planner: p,
 		jobs: newQueue(cfg.QueueSize),
 		win:  cfg.Window,
+		runs: make(runs),
 		ctx:  ctx, cancel: cancel,
 	}
 	s.idle = sync.NewCond(&s.mu)
@@ -197,25 +204,32 @@ func (s *Scheduler) work() {
 func (s *Scheduler) runOne() bool {
 	s.mu.Lock()
 	s.running++
+	j, ok := s.jobs.pop()
+	var r *run
+	if ok { // under mu, so that preempt finds the job queued or running
+		r = s.runs.start(s.ctx, j)
+	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
+		if ok {
+			s.runs.end(r)
+		}
 		if s.running--; s.running == 0 {
 			s.idle.Broadcast()
 		}
 		s.mu.Unlock()
 	}()
-	j, ok := s.jobs.pop()
 	if !ok {
 		return false
 	}
 	switch {
 	case len(j.refresh) > 0:
-		_, _ = s.fetcher.Fetch(s.ctx, j.refresh) // a failure leaves the stale copy
+		_, _ = s.fetcher.Fetch(r.ctx, j.refresh) // a failure leaves the stale copy
 	case j.chance:
-		s.expandChances(j)
+		s.expandChances(r.ctx, j)
 	default:
-		s.expand(j)
+		s.expand(r.ctx, j)
 	}
 	return true
 }
@@ -248,6 +262,9 @@ func (s *Scheduler) enqueue(j job) {
 // not), and the refresh of what was answered stale; with a chooser, it hands
 // it what the request read instead (see choose).
 func (s *Scheduler) After(a *fetch.Answer, h Hint) {
+	if m := missed(a); m != nil {
+		s.preempt(m)
+	}
 	if len(a.Revalidate) > 0 {
 		s.enqueue(job{refresh: a.Revalidate})
 	}
@@ -276,10 +293,12 @@ func (s *Scheduler) After(a *fetch.Answer, h Hint) {
 // from: their next refs became likelier.
 func (s *Scheduler) choose(a *fetch.Answer) {
 	objs := make([]*graph.Object, 0, len(a.Results))
+	waited := false // for the origin: a miss, or a join of a fetch in flight
 	for _, r := range a.Results {
 		objs = append(objs, r.Object)
+		waited = waited || r.Status == fetch.StatusMiss || r.Status == fetch.StatusJoined
 	}
-	parents := s.chooser.Read(objs)
+	parents := s.chooser.Read(objs, waited)
 	if s.cfg.Mode == ModeOff {
 		return
 	}
@@ -296,7 +315,7 @@ func (s *Scheduler) choose(a *fetch.Answer) {
 	if c := s.tierCap(); c > 0 && c < max {
 		max = c
 	}
-	s.enqueue(job{roots: roots, budget: graph.Budget{MaxObjects: max}, chance: true})
+	s.enqueue(job{roots: roots, triggers: objs, budget: graph.Budget{MaxObjects: max}, chance: true})
 }
 
 // schedule queues the speculative expansion below roots.
@@ -311,7 +330,7 @@ func (s *Scheduler) schedule(roots []*graph.Object, h Hint) {
 	if b.Depth <= 0 {
 		return
 	}
-	j := job{roots: roots, budget: b}
+	j := job{roots: roots, triggers: roots, budget: b}
 	if c := s.tierCap(); c > 0 && (b.MaxObjects == 0 || b.MaxObjects > c) {
 		j.budget.MaxObjects, j.capped = c, true
 	}
@@ -342,3 +361,5 @@ func (nopMetrics) Clamped()   {}
 func (nopMetrics) Depth(int)  {}
 func (nopMetrics) Window(int) {}
 func (nopMetrics) Shed()      {}
+func (nopMetrics) Preempted() {}
+func (nopMetrics) Cancelled() {}

@@ -90,6 +90,12 @@ func (a PrefetchMetrics) Window(n int) { a.s.PrefetchWindow.Set(float64(n)) }
 // Shed counts a speculative origin call the origin shed.
 func (a PrefetchMetrics) Shed() { a.s.PrefetchShed.Inc() }
 
+// Preempted counts a queued job a demand miss overtook.
+func (a PrefetchMetrics) Preempted() { a.s.PrefetchPreempted.Inc() }
+
+// Cancelled counts a running job a demand miss overtook.
+func (a PrefetchMetrics) Cancelled() { a.s.PrefetchCancelled.Inc() }
+
 // Coherence returns a Watch stream's collectors for route from s.
 func Coherence(s *metrics.Set, route string) coherence.Metrics {
 	return coherence.Metrics{

@@ -1,0 +1,223 @@
+package prefetch
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// readChain reads n links of a chain with gap between the answers, the
+// reads waited for the origin or not.
+func readChain(l *Learned, c *clock, from, n int, gap time.Duration, waited bool) {
+	for i := from; i < from+n; i++ {
+		c.Add(gap)
+		l.Read([]*graph.Object{{ID: fmt.Sprint("n", i), Type: "Node", Refs: []graph.Ref{{Field: "next", ID: fmt.Sprint("n", i+1)}}}}, waited)
+	}
+}
+
+func newPacedLearned(cfg LearnedConfig) (*Learned, *clock) {
+	l := NewLearned(cfg)
+	c := &clock{now: time.Unix(0, 0)}
+	l.now = c.Now
+	return l, c
+}
+
+// Knafla's object distance: the levels that must be on their way are the
+// reads the application makes in one round trip, on a path one level each.
+func TestLearnedAheadIsTheReadsOfOneRoundTrip(t *testing.T) {
+	tests := []struct {
+		name       string
+		gap        time.Duration
+		rtt        time.Duration
+		wantLevels int
+	}{
+		{"no think time: ten reads per round trip", 100 * time.Microsecond, time.Millisecond, 10},
+		{"think time as long as the round trip: the next read only", time.Millisecond, time.Millisecond, 1},
+		{"a fast reader and a slow origin: as deep as the planner goes", 100 * time.Microsecond, 5 * time.Millisecond, 16},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l, c := newPacedLearned(LearnedConfig{MaxDepth: 16})
+			l.Ahead(tt.rtt) // the round trip a gap is clamped to
+			readChain(l, c, 0, 40, tt.gap, false)
+			levels, _ := l.Ahead(tt.rtt)
+			assert.Equal(t, tt.wantLevels, levels)
+		})
+	}
+}
+
+// A read that waited for the origin says nothing of how fast the
+// application reads: its gap holds the stall speculation is to hide.
+func TestLearnedAheadIgnoresReadsThatWaited(t *testing.T) {
+	l, c := newPacedLearned(LearnedConfig{MaxDepth: 16})
+	l.Ahead(time.Millisecond)
+	readChain(l, c, 0, 20, 100*time.Microsecond, false)
+	readChain(l, c, 20, 20, 1100*time.Microsecond, true) // misses: think plus a round trip
+	levels, _ := l.Ahead(time.Millisecond)
+	assert.Equal(t, 10, levels)
+}
+
+// Through the fan-out: a reader that reads 4 objects of each list it reads
+// has its next 10 reads within 2 levels.
+func TestLearnedAheadConvertsReadsToLevelsThroughTheFanOut(t *testing.T) {
+	l, c := newPacedLearned(LearnedConfig{MaxDepth: 16})
+	l.Ahead(time.Millisecond)
+	var read func(id string, level int)
+	read = func(id string, level int) {
+		o := &graph.Object{ID: id, Type: "Task"}
+		for i := range 4 {
+			o.Refs = append(o.Refs, graph.Ref{Field: "subtasks", ID: fmt.Sprint(id, ".", i)})
+		}
+		c.Add(100 * time.Microsecond)
+		l.Read([]*graph.Object{o}, false)
+		if level < 2 {
+			for _, r := range o.Refs {
+				read(r.ID, level+1)
+			}
+		}
+	}
+	read("t", 0)
+	assert.InDelta(t, 4, l.pace.fanOut(), 0.01)
+	levels, _ := l.Ahead(time.Millisecond)
+	assert.Equal(t, 2, levels, "4 + 16 reads cover 10")
+}
+
+// The least chance fetched within the levels ahead is the break-even of a
+// fetch that saves a round trip when read, Cost ÷ rtt, between MinChance
+// and Threshold; with no round trip measured nothing is ahead.
+func TestLearnedAheadThreshold(t *testing.T) {
+	l := NewLearned(LearnedConfig{Cost: 15 * time.Microsecond})
+	for _, tt := range []struct {
+		rtt  time.Duration
+		want float64
+	}{
+		{2 * time.Millisecond, 1.0 / 8}, // MinChance: 15µs is 0.0075 of it
+		{60 * time.Microsecond, 0.25},   // a fast origin: a prefetch must be likelier to pay
+		{20 * time.Microsecond, 0.5},    // never above Threshold
+		{0, 0.5},                        // nothing measured
+	} {
+		levels, got := l.Ahead(tt.rtt)
+		assert.InDelta(t, tt.want, got, 1e-9, "rtt %v", tt.rtt)
+		if tt.rtt == 0 {
+			assert.Zero(t, levels)
+		}
+	}
+}
+
+// Followed names the fields the application is seen to follow, and not
+// those it is seen to pass by.
+func TestLearnedFollowed(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	for i := range 12 {
+		l.Read([]*graph.Object{{ID: fmt.Sprint("n", i), Type: "Node", Refs: []graph.Ref{
+			{Field: "next", ID: fmt.Sprint("n", i+1)}, {Field: "skip", ID: fmt.Sprint("s", i)}}}}, false)
+	}
+	assert.Equal(t, []string{"next"}, l.Followed(1.0/8))
+	assert.Empty(t, NewLearned(LearnedConfig{}).Followed(1.0/8), "nothing read, nothing followed")
+}
+
+// uniform is a chooser for which every ref is read with chance p (at 1/2, a
+// binary page of Knafla's: one branch of two), and that wants ahead levels
+// on their way at chance near.
+type uniform struct {
+	eager
+	p     float64
+	ahead int
+	near  float64
+}
+
+func (u uniform) Ahead(time.Duration) (int, float64) { return u.ahead, u.near }
+func (u uniform) Chances(o *graph.Object, _ int, out []float64) []float64 {
+	out = out[:0]
+	for range o.Refs {
+		out = append(out, u.p)
+	}
+	return out
+}
+
+// levelsOf returns the level below root of every object of a tree.
+func levelsOf(objs []*graph.Object, root string) map[string]int {
+	byID := map[string]*graph.Object{}
+	for _, o := range objs {
+		byID[o.ID] = o
+	}
+	level := map[string]int{root: 0}
+	queue := []string{root}
+	for len(queue) > 0 {
+		o := byID[queue[0]]
+		queue = queue[1:]
+		for _, r := range o.Refs {
+			level[r.ID] = level[o.ID] + 1
+			queue = append(queue, r.ID)
+		}
+	}
+	return level
+}
+
+// Within the levels ahead the job fetches down to the near chance (1/8:
+// three halvings), beyond them only what reaches Threshold (1/2); level by
+// level when the origin cannot Expand.
+func TestChanceJobFetchesAheadToTheNearChance(t *testing.T) {
+	objs := tree(t, 2, 6)
+	level := levelsOf(objs, "task-0")
+	for _, tt := range []struct {
+		name    string
+		chooser uniform
+		deepest int
+	}{
+		{"nothing ahead: the likely level only", uniform{p: 0.5}, 1},
+		{"three levels ahead at 1/8", uniform{p: 0.5, ahead: 3, near: 1.0 / 8}, 3},
+		{"five levels ahead at 1/8: not below 1/8", uniform{p: 0.5, ahead: 5, near: 1.0 / 8}, 3},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fo := newFakeOrigin(objs)
+			r := newRig(t, fo, Config{Mode: ModeAdaptive, Workers: 2}, tt.chooser, cache.Config{})
+			_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+			require.NoError(t, err)
+			r.engine.s.Idle()
+			perLevel := map[int]int{}
+			for _, ids := range fo.AskedIDs()[1:] { // after the demand's
+				for _, id := range ids {
+					perLevel[level[id]]++
+				}
+			}
+			want := map[int]int{}
+			for l := 1; l <= tt.deepest; l++ {
+				want[l] = 1 << l
+			}
+			assert.Equal(t, want, perLevel, "objects fetched per level")
+		})
+	}
+}
+
+// Within the levels ahead, a level all of whose refs are wanted starts one
+// Expand of as many levels again below it, following the fields the chooser
+// has seen followed: a reader that reads levels faster than one per round
+// trip outruns a BatchGet per level, and reads that many while the Expand
+// is on its way.
+func TestChanceJobExpandsTheLevelsAhead(t *testing.T) {
+	objs := tree(t, 2, 7)
+	level := levelsOf(objs, "task-0")
+	fo := newFakeOrigin(objs)
+	fx := &fakeExpander{Origin: fo}
+	// Each ref at 0.4, below Threshold: beyond the levels ahead no list is
+	// expected read whole.
+	r := newRig(t, fx, Config{Mode: ModeAdaptive, Workers: 2}, uniform{p: 0.4, ahead: 4, near: 1.0 / 16}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
+	require.NoError(t, err)
+	r.engine.s.Idle()
+	assert.Equal(t, 1, fx.ExpandCalls())
+	perLevel := map[int]int{}
+	for id := range fx.SentIDs() {
+		perLevel[level[id]]++
+	}
+	assert.Equal(t, map[int]int{1: 2, 2: 4, 3: 8, 4: 16, 5: 32}, perLevel, "the candidates' level and 4 below, nothing deeper")
+	assert.Equal(t, 1, fo.Calls(), "the demand's BatchGet only")
+}

@@ -1,0 +1,128 @@
+package prefetch
+
+import (
+	"context"
+
+	"github.com/lookahead-dev/lookahead/internal/fetch"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// A speculative job can no longer be useful once a demand miss has
+// overtaken it. A job is scheduled below its triggers, the objects a
+// request read, to bring what the application reads next. A trigger is
+// overtaken when the application then reads, and misses (it waits on the
+// origin for an object no fetch was bringing), an object the trigger refers
+// to: the application got below the trigger before the job did. The
+// expansion below the object it read is that miss's own job, queued newest
+// and so run first; what the overtaken job would still fetch lies below
+// that object too (the new job's work, which the in-flight table keeps
+// from being fetched twice) or in the trigger's other branches, which the
+// application passed by when it chose this one. A job is overtaken when
+// all its triggers are (a request's BatchGet of many objects is overtaken
+// only once it was in every one of their subtrees); a job with no triggers
+// (the refresh of stale copies) never is.
+//
+// What this gives up: a reader that comes back to the branches it passed
+// by (breadth first) finds them unfetched, where the overtaken job might
+// have fetched them later. It reads them with requests of its own, each of
+// which schedules its own job; and the job was overtaken only because
+// speculation had fallen behind that reader.
+//
+// An overtaken job still queued is dropped (Metrics.Preempted). A running
+// one is cancelled (Metrics.Cancelled): it starts nothing more, and its
+// origin calls in flight are cut, except those a demand has joined, which
+// the application waits for (see fetch.Fetcher.Speculate).
+
+// run is a job a worker runs, with what it has left of its triggers, and
+// its context.
+type run struct {
+	ctx      context.Context
+	abandon  func() // cuts the job's origin calls no demand joined, at once
+	cancel   context.CancelFunc
+	triggers []*graph.Object
+}
+
+// runs are the jobs workers run now; the Scheduler's mu guards them.
+type runs map[*run]struct{}
+
+// start registers j as running under parent and returns its run.
+func (rs runs) start(parent context.Context, j job) *run {
+	ctx, abandon := fetch.Abandonable(parent)
+	ctx, cancel := context.WithCancel(ctx)
+	r := &run{ctx: ctx, abandon: abandon, cancel: cancel, triggers: j.triggers}
+	rs[r] = struct{}{}
+	return r
+}
+
+// end unregisters r when its job returns.
+func (rs runs) end(r *run) {
+	delete(rs, r)
+	r.cancel()
+}
+
+// missed returns the ids of a that were demand misses, nil if none: a
+// joined fetch (speculative or not) was on its way, a hit was fetched
+// before.
+func missed(a *fetch.Answer) map[string]bool {
+	var m map[string]bool
+	for _, r := range a.Results {
+		if r.Status == fetch.StatusMiss {
+			if m == nil {
+				m = make(map[string]bool)
+			}
+			m[r.Object.ID] = true
+		}
+	}
+	return m
+}
+
+// overtake returns triggers less those that refer to an id of missed, and
+// whether that left none of triggers that were there.
+func overtake(triggers []*graph.Object, missed map[string]bool) (left []*graph.Object, all bool) {
+	for i, o := range triggers {
+		if refersTo(o, missed) {
+			left = make([]*graph.Object, 0, len(triggers)-1)
+			left = append(left, triggers[:i]...)
+			for _, o := range triggers[i+1:] {
+				if !refersTo(o, missed) {
+					left = append(left, o)
+				}
+			}
+			return left, len(left) == 0
+		}
+	}
+	return triggers, false
+}
+
+func refersTo(o *graph.Object, ids map[string]bool) bool {
+	for _, r := range o.Refs {
+		if ids[r.ID] {
+			return true
+		}
+	}
+	return false
+}
+
+// preempt drops the queued jobs and cancels the running ones that a
+// request's demand misses overtook.
+func (s *Scheduler) preempt(missed map[string]bool) {
+	dropped := s.jobs.filter(func(j *job) bool {
+		var all bool
+		j.triggers, all = overtake(j.triggers, missed)
+		return !all
+	})
+	for range dropped {
+		s.cfg.Metrics.Preempted()
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for r := range s.runs {
+		var all bool
+		if r.triggers, all = overtake(r.triggers, missed); all {
+			r.abandon()
+			r.cancel()
+			delete(s.runs, r) // counted once
+			s.cfg.Metrics.Cancelled()
+		}
+	}
+}

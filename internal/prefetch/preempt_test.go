@@ -1,0 +1,191 @@
+package prefetch
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// node is an object whose refs, in field "left" for the first and "right"
+// for the others, point at refs.
+func node(id string, refs ...string) *graph.Object {
+	o := &graph.Object{ID: id, Version: 1, Type: "Node"}
+	for i, r := range refs {
+		f := "right"
+		if i == 0 {
+			f = "left"
+		}
+		o.Refs = append(o.Refs, graph.Ref{Field: f, ID: r})
+	}
+	return o
+}
+
+// read makes one demand through the rig and returns its status.
+func read(t *testing.T, r *rig, id string) Status {
+	t.Helper()
+	res, err := get(t, r.engine, id)
+	require.NoError(t, err)
+	return res.Status
+}
+
+// askedAt returns the index of the first BatchGet that asked for id, -1 if
+// none did.
+func askedAt(o *fakeOrigin, id string) int {
+	return slices.IndexFunc(o.AskedIDs(), func(ids []string) bool { return slices.Contains(ids, id) })
+}
+
+// idle waits for the scheduler to have nothing queued or running, failing
+// the test (rather than hanging it) if it never gets there.
+func idle(t *testing.T, r *rig) {
+	t.Helper()
+	done := make(chan struct{})
+	go func() {
+		r.engine.s.Idle()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("speculation never finished")
+	}
+}
+
+// A demand miss of a child of a queued job's trigger drops that job: the
+// application got below the trigger first, and the job would only fetch the
+// branches it passed by. Jobs it did not overtake stay queued, and the
+// miss's own job runs ahead of them.
+func TestDemandMissDropsQueuedJobItOvertook(t *testing.T) {
+	fo := newFakeOrigin([]*graph.Object{
+		node("busy", "busy.1"), node("busy.1"),
+		node("p", "p.1", "p.2", "p.3"), node("p.1", "p.1.1"), node("p.2", "p.2.1"), node("p.3"),
+		node("p.1.1"), node("p.2.1"),
+		node("q", "q.1"), node("q.1"),
+	})
+	fo.Block["busy.1"] = true
+	r := newRig(t, fo, Config{Workers: 1}, Static{Depth: 1}, cache.Config{})
+
+	read(t, r, "busy")
+	<-fo.Started    // the one worker is at the origin for busy's child
+	read(t, r, "q") // its job waits: overtaken by nothing below
+	read(t, r, "p") // its job waits to fetch p.1, p.2, p.3
+	require.Equal(t, StatusMiss, read(t, r, "p.1"), "p.1 missed: p's job had not run")
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchPreempted), "p's job dropped at once")
+
+	close(fo.Release)
+	idle(t, r)
+	assert.Equal(t, -1, askedAt(fo, "p.2"), "p's dropped job never fetched the branches the application passed by")
+	assert.Equal(t, -1, askedAt(fo, "p.3"))
+	require.NotEqual(t, -1, askedAt(fo, "q.1"), "q's job was not overtaken: it ran")
+	assert.Less(t, askedAt(fo, "p.1.1"), askedAt(fo, "q.1"), "the miss's job ran ahead of the older one")
+	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchCancelled))
+}
+
+// A demand miss of a child of a running job's trigger cancels the job: its
+// speculative origin call, which no demand joined, is cut, and what it was
+// fetching never reaches the cache.
+func TestDemandMissCancelsRunningJobItOvertook(t *testing.T) {
+	fo := newFakeOrigin([]*graph.Object{node("p", "p.1", "p.2"), node("p.1"), node("p.2")})
+	fo.Block["p.1"] = true
+	// The job follows "left" only: p.1, not p.2.
+	r := newRig(t, fo, Config{Workers: 1}, Static{Depth: 1, Fields: []string{"left"}}, cache.Config{})
+
+	read(t, r, "p")
+	require.Equal(t, []string{"p.1"}, <-fo.Started, "p's job is at the origin for p.1")
+	require.Equal(t, StatusMiss, read(t, r, "p.2"), "the application took the branch the job did not")
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled))
+
+	idle(t, r) // Release is never closed: only the cut call lets the job end
+	_, held := r.cache.Peek("p.1")
+	assert.False(t, held, "the cut prefetch brought nothing")
+	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchIssued))
+	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchPreempted))
+}
+
+// A demand that joined a speculative fetch in flight waits for it, and
+// the job it belongs to being overtaken does not cut it: the demand gets
+// the prefetch's object, with no second origin call.
+func TestOvertakenJobKeepsFetchADemandJoined(t *testing.T) {
+	fo := newFakeOrigin([]*graph.Object{node("p", "p.1", "p.2"), node("p.1"), node("p.2")})
+	fo.Block["p.1"] = true
+	o := &endsOrigin{fakeOrigin: fo}
+	r := newRig(t, o, Config{Workers: 1}, Static{Depth: 1, Fields: []string{"left"}}, cache.Config{})
+
+	read(t, r, "p")
+	<-fo.Started // p's job is at the origin for p.1
+	joined := make(chan Status)
+	go func() {
+		rs, _, err := r.engine.Get(context.Background(), []string{"p.1"}, Hint{})
+		assert.NoError(t, err)
+		assert.Len(t, rs, 1)
+		joined <- rs[0].Status
+	}()
+	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 1 }, 10*time.Second, time.Millisecond,
+		"the demand for p.1 joins the prefetch")
+	require.Equal(t, StatusMiss, read(t, r, "p.2"))
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled), "the job is overtaken all the same")
+
+	close(fo.Release)
+	assert.Equal(t, StatusJoined, <-joined, "the joined demand got the prefetch's answer")
+	idle(t, r)
+	assert.Equal(t, 1, countAsked(fo, "p.1"), "p.1 was asked once: the prefetch was not cut and asked again")
+	for _, err := range o.errs() {
+		assert.NoError(t, err, "no origin call's context ended")
+	}
+}
+
+// endsOrigin records, for each BatchGet, how its context had ended when it
+// returned (nil: it had not).
+type endsOrigin struct {
+	*fakeOrigin
+	mu   sync.Mutex
+	ends []error
+}
+
+func (o *endsOrigin) BatchGet(ctx context.Context, ids []string) ([]*graph.Object, []string, error) {
+	found, missing, err := o.fakeOrigin.BatchGet(ctx, ids)
+	o.mu.Lock()
+	o.ends = append(o.ends, ctx.Err())
+	o.mu.Unlock()
+	return found, missing, err
+}
+
+func (o *endsOrigin) errs() []error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return slices.Clone(o.ends)
+}
+
+func countAsked(o *fakeOrigin, id string) int {
+	n := 0
+	for _, ids := range o.AskedIDs() {
+		if slices.Contains(ids, id) {
+			n++
+		}
+	}
+	return n
+}
+
+// A job read for several objects at once (a BatchGet) is overtaken only
+// when a miss got below every one of them.
+func TestOvertakeNeedsEveryTrigger(t *testing.T) {
+	a, b := node("a", "a.1", "a.2"), node("b", "b.1")
+	missed := map[string]bool{"a.1": true}
+	left, all := overtake([]*graph.Object{a, b}, missed)
+	assert.Equal(t, []*graph.Object{b}, left)
+	assert.False(t, all, "b's subtree was not entered")
+	left, all = overtake(left, map[string]bool{"b.1": true})
+	assert.Empty(t, left)
+	assert.True(t, all)
+	left, all = overtake(nil, missed)
+	assert.Empty(t, left)
+	assert.False(t, all, "a job without triggers (a refresh) is never overtaken")
+}
