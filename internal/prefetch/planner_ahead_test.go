@@ -257,3 +257,28 @@ func TestChanceJobExpandsThroughBranchesAhead(t *testing.T) {
 	assert.Equal(t, map[string]int{"n1": 1, "b2": 1, "l3": 1, "r3": 1, "l4": 1, "r4": 1, "l5": 1, "r5": 1}, fx.SentIDs(),
 		"n1 and 4 levels below it")
 }
+
+// A chance below Threshold counts only once its position was offered
+// minEvidence times: before, it is the prior's guess, and within the levels
+// ahead a guess would be fetched.
+func TestLearnedUnlikelyChanceNeedsEvidence(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	branch := func(i int) *graph.Object {
+		return &graph.Object{ID: fmt.Sprint("b", i), Type: "Branch", Refs: []graph.Ref{
+			{Field: "left", ID: fmt.Sprint("l", i)}, {Field: "right", ID: fmt.Sprint("r", i)}}}
+	}
+	read := func(from, to int) {
+		for i := from; i < to; i++ {
+			l.Read([]*graph.Object{branch(i)}, false)
+			l.Read([]*graph.Object{{ID: fmt.Sprint("l", i), Type: "Leaf"}}, false) // always left
+		}
+	}
+	read(0, 3) // right passed by twice so far
+	c := l.Chances(branch(100), 0, nil)
+	assert.GreaterOrEqual(t, c[0], 0.5, "left is likely")
+	assert.Zero(t, c[1], "right: two offers, a guess")
+	read(3, 10)
+	c = l.Chances(branch(100), 0, nil)
+	assert.Greater(t, c[1], 0.0, "right: enough offers to be believed")
+	assert.Less(t, c[1], 1.0/8, "and unlikely")
+}
