@@ -155,8 +155,11 @@ func (w *chanceWalk) expandWhole(level []*graph.Object, depthOf map[string]int, 
 		return false // none to fetch: walk on through what is held
 	}
 	b := w.wholeBudget(level, depthOf, d)
-	if ahead, ok := w.windowBudget(level, depthOf, d); ok && ahead.Depth > b.Depth {
-		b = ahead // the levels ahead go deeper than the level's lists are expected whole
+	if ahead, ok := w.windowBudget(level, depthOf, d); ok && (ahead.Depth > b.Depth || !subset(ahead.Fields, b.Fields)) {
+		// The levels ahead go deeper than the level's lists are expected
+		// whole, or through fields the level does not have (a chain's next
+		// leads to a branch's left and right).
+		b = ahead
 	}
 	if b.Depth == 0 {
 		return false
@@ -202,6 +205,16 @@ func (w *chanceWalk) windowBudget(level []*graph.Object, depthOf map[string]int,
 	b := graph.Budget{Depth: min(w.ahead, w.depth-d), MaxObjects: min(w.budget, int(math.Ceil(float64(w.ahead+1)/w.near))),
 		Fields: w.s.chooser.Followed(w.near)}
 	return b, len(b.Fields) > 0 // none would mean all
+}
+
+// subset reports whether every field of a is in b.
+func subset(a, b []string) bool {
+	for _, f := range a {
+		if !slices.Contains(b, f) {
+			return false
+		}
+	}
+	return true
 }
 
 // wholeBudget is the Expand below level d's candidates, beyond the levels
