@@ -34,9 +34,10 @@ func setMemoryLimit(c cache.Config, maxMessageBytes, streamBytes int64) (limit i
 // defaultGCPercent is the sidecar's GOGC. The Go default of 100 collects
 // whenever the heap doubles, which for a sidecar filling its cache from a
 // small heap means a collection every few thousand cold objects; at 400
-// the collector's share of a cold walk's CPU falls by about half. The
-// memory limit (setMemoryLimit) bounds what the laxer target may cost:
-// near it the collector runs as often as it must.
+// it runs a quarter as often (a cold W1 walk: 0.3–0.4 µs less sidecar CPU
+// per object of about 5, BENCHMARKS.md). The memory limit
+// (setMemoryLimit) bounds what the laxer target may cost: near it the
+// collector runs as often as it must.
 const defaultGCPercent = 400
 
 // setGCPercent applies percent unless the GOGC environment variable has set
