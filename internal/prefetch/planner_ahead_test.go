@@ -227,23 +227,38 @@ func TestChanceJobExpandsTheLevelsAhead(t *testing.T) {
 // right.
 type page struct{ uniform }
 
-func (page) Followed(float64) []string { return []string{"left", "next", "right"} }
+func (page) Followed(float64) []string { return []string{"friends", "left", "next", "right"} }
+
+// Chances: next 1, left and right 1/2, the first of friends 1 and the
+// others 0 (a hub read a little), anything else 0 (an out-ref never
+// followed).
 func (page) Chances(o *graph.Object, _ int, out []float64) []float64 {
 	out = out[:0]
+	friends := 0
 	for _, r := range o.Refs {
-		out = append(out, map[string]float64{"next": 1, "left": 0.5, "right": 0.5}[r.Field])
+		p := map[string]float64{"next": 1, "left": 0.5, "right": 0.5}[r.Field]
+		if r.Field == "friends" {
+			if friends == 0 {
+				p = 1
+			}
+			friends++
+		}
+		out = append(out, p)
 	}
 	return out
 }
 
 // A chain read whole would be fetched by one Expand of its field alone, to
 // the first branch; within the levels ahead the Expand follows the fields
-// seen followed, through the branches.
+// seen followed, through the branches, and leaves out refs of a field never
+// followed.
 func TestChanceJobExpandsThroughBranchesAhead(t *testing.T) {
 	link := func(id, field, to string) *graph.Object {
 		return &graph.Object{ID: id, Type: "Normal", Refs: []graph.Ref{{Field: field, ID: to}}}
 	}
-	objs := []*graph.Object{link("n0", "next", "n1"), link("n1", "next", "b2"),
+	n0 := link("n0", "next", "n1")
+	n0.Refs = append(n0.Refs, graph.Ref{Field: "out", ID: "elsewhere"})
+	objs := []*graph.Object{n0, {ID: "elsewhere", Type: "Normal"}, link("n1", "next", "b2"),
 		{ID: "b2", Type: "Branch", Refs: []graph.Ref{{Field: "left", ID: "l3"}, {Field: "right", ID: "r3"}}},
 		link("l3", "next", "l4"), link("r3", "next", "r4"), link("l4", "next", "l5"), link("r4", "next", "r5"),
 		{ID: "l5", Type: "Normal"}, {ID: "r5", Type: "Normal"}}
@@ -281,4 +296,24 @@ func TestLearnedUnlikelyChanceNeedsEvidence(t *testing.T) {
 	c = l.Chances(branch(100), 0, nil)
 	assert.Greater(t, c[1], 0.0, "right: enough offers to be believed")
 	assert.Less(t, c[1], 1.0/8, "and unlikely")
+}
+
+// A list of a followed field read only in part (a hub's) is not fetched by
+// an Expand, which would bring all of it: its wanted refs come by BatchGet.
+func TestChanceJobLeavesAListReadInPartToBatchGet(t *testing.T) {
+	hub := &graph.Object{ID: "hub", Type: "User"}
+	objs := []*graph.Object{hub}
+	for i := range 20 {
+		id := fmt.Sprint("f", i)
+		hub.Refs = append(hub.Refs, graph.Ref{Field: "friends", ID: id})
+		objs = append(objs, &graph.Object{ID: id, Type: "User"})
+	}
+	fo := newFakeOrigin(objs)
+	fx := &fakeExpander{Origin: fo}
+	r := newRig(t, fx, Config{Mode: ModeAdaptive, Workers: 2}, page{uniform{ahead: 4, near: 1.0 / 8}}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{"hub"}, Hint{})
+	require.NoError(t, err)
+	r.engine.s.Idle()
+	assert.Zero(t, fx.ExpandCalls())
+	assert.Equal(t, [][]string{{"hub"}, {"f0"}}, fo.AskedIDs(), "the demand, then the first friend alone")
 }
