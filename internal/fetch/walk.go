@@ -88,7 +88,7 @@ func (w *walk) fetch(ctx, xctx context.Context, st graph.Step) ([]*graph.Object,
 		// ones are walked through.
 		x := w.f.NewExpansion(st.IDs, w.plan.Rest(st, w.budget), false)
 		if w.ahead > 0 {
-			x.ahead = &readAhead{limit: w.ahead, room: make(chan struct{}), counted: make(map[string]int64)}
+			x.ahead = &readAhead{limit: w.ahead, room: make(chan struct{})}
 		}
 		w.x, w.xLevel = x, st.Level
 		w.xdone.Add(1)
@@ -122,11 +122,13 @@ func (w *walk) fetch(ctx, xctx context.Context, st graph.Step) ([]*graph.Object,
 }
 
 // have tells the plan what is held: what the walk's Expand delivered, or
-// the cache's fresh copy (a hit).
+// the cache's fresh copy (a hit). An id the Expand is still bringing is not
+// looked up in the cache: the origin sends it whether cached or not (it was
+// not among the known ids), so the walk waits for that copy.
 func (w *walk) have(id string) (*graph.Object, bool) {
 	if w.x != nil {
-		if o, known := w.x.Lookup(id); known {
-			return o, true
+		if o, known, coming := w.x.lookup(id); known || coming {
+			return o, known
 		}
 	}
 	l, ok := w.f.cache.Get(id)

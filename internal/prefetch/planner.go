@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
@@ -45,15 +46,25 @@ type Chooser interface {
 	Threshold() float64
 	// Limits bound one expansion: levels below its roots, objects fetched.
 	Limits() (depth, objects int)
+	// Ahead is, given what one origin round trip costs, how many levels
+	// below a read object must be on their way now for the application not
+	// to wait, and the least probability worth a fetch within them (at most
+	// Threshold); 0 levels when nothing is known.
+	Ahead(rtt time.Duration) (levels int, threshold float64)
+	// Followed returns the fields, sorted, that the application is seen to
+	// follow with at least probability threshold, at some type and depth
+	// and position in a list.
+	Followed(threshold float64) []string
 	// Depth is how far below an object requested directly id was read.
 	Depth(id string) int
 	// Chances appends to out[:0] the probability of each ref of o being
 	// read, given that o is read depth levels below a direct request, in
 	// ref order.
 	Chances(o *graph.Object, depth int, out []float64) []float64
-	// Read learns from the objects answered to one request and returns the
-	// ids of objects whose ref lists it read from.
-	Read(objs []*graph.Object) (parents []string)
+	// Read learns from the objects answered to one request, which waited
+	// for the origin or not, and returns the ids of objects whose ref lists
+	// it read from.
+	Read(objs []*graph.Object, waited bool) (parents []string)
 }
 
 // Static is the planner with fixed settings: db4o's prefetchDepth and

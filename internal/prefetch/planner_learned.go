@@ -4,6 +4,8 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
+	"sync/atomic"
+	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
@@ -11,13 +13,13 @@ import (
 // LearnedConfig tunes the learned planner. Zero values take the defaults.
 type LearnedConfig struct {
 	// Threshold is the least probability that the application reads an
-	// object for it to be fetched speculatively: the break-even of a
-	// prefetch, whose cost (origin work, bytes, sidecar CPU on the cores it
-	// shares with the application, cache room) is paid whether or not the
-	// object is read, against the round trip it saves when it is. At 1/2,
-	// speculation fetches, if its estimates are right, at most about two
-	// objects for each one read. Default 0.5: on W5 at quick size the hot
-	// spot fetched 8 to 14 objects per object read at 0.3, 6 to 7 at 0.5.
+	// object for it to be fetched speculatively beyond the levels it reads
+	// in one round trip (see Ahead; within them the least is lower): there
+	// the application will come nearer before the object is due, and the
+	// chances will be known better then. At 1/2, speculation fetches, if its
+	// estimates are right, at most about two objects for each one read.
+	// Default 0.5: on W5 at quick size the hot spot fetched 8 to 14 objects
+	// per object read at 0.3 everywhere, 6 to 7 at 0.5.
 	Threshold float64
 	MaxDepth  int // levels below a read object, however likely; default 8
 	// MaxObjects caps the objects one expansion fetches; default 1000.
@@ -25,10 +27,22 @@ type LearnedConfig struct {
 	// Horizon is how many application requests an offered ref is remembered
 	// for: one not read within it counts as not followed; default 512.
 	Horizon int
-	// Prior is the probability assumed for a ref field nothing is known
-	// about yet; below Threshold, so that speculation starts only once the
-	// application has shown what it follows; default 0.25.
+	// Prior is the probability a field's first evidence is weighed
+	// against; a ref of a field nothing is known about yet has chance 0,
+	// so that speculation starts only once the application has shown what
+	// it follows; default 0.25.
 	Prior float64
+	// Cost is what one object fetched speculatively costs, read or not:
+	// origin work, sidecar CPU and bytes, as time. Within the distance the
+	// application reads in one round trip (Ahead), a fetch pays when its
+	// chance times the round trip it saves exceeds Cost. Default 15µs: the
+	// sidecar's 9.3µs and the origin's 4.3µs of CPU per cold object
+	// measured in BENCHMARKS.md, and bytes.
+	Cost time.Duration
+	// MinChance is the least chance ever fetched, however cheap a fetch is
+	// against the round trip: the bound on what wrong estimates can waste,
+	// at most 1/MinChance objects per object read; default 1/8.
+	MinChance float64
 }
 
 func (c *LearnedConfig) setDefaults() {
@@ -47,6 +61,12 @@ func (c *LearnedConfig) setDefaults() {
 	if c.Prior == 0 {
 		c.Prior = 0.25
 	}
+	if c.Cost == 0 {
+		c.Cost = 15 * time.Microsecond
+	}
+	if c.MinChance == 0 {
+		c.MinChance = 1.0 / 8
+	}
 }
 
 // Learned is the planner that needs no settings. It learns, per object type,
@@ -59,11 +79,24 @@ func (c *LearnedConfig) setDefaults() {
 //
 // The model: fetching a ref speculatively costs the same whether or not it
 // is read (origin work, bytes, CPU on the cores the sidecar shares with the
-// application, cache room), and saves the application a round trip only if
-// it is read. With p the probability that it is, a prefetch pays when
-// p × round trip > cost; the threshold (1/2) is where a prefetch that pays
-// covers one that does not, so that speculation fetches, when its estimates
-// are right, at most about two objects per object read.
+// application, cache room: Cost), and saves the application a round trip
+// only if it is read. With p the probability that it is, a prefetch pays
+// when p × round trip > Cost. When it pays depends on when the object is
+// due. The application makes rtt ÷ its time per read reads in one round
+// trip (Knafla's object distance; its time per read is measured between
+// requests that did not wait for the origin), which through the fan-out of
+// its walk (objects read per list read from) are a number of levels below
+// the object it just read; Ahead takes the levels of two round trips' reads,
+// since a fetch must start a round trip before its object is due and the
+// one before it is still on its way. An object within them that is not on
+// its way now will be waited for, so it is fetched when p reaches Cost ÷ rtt,
+// but not below MinChance (the bound on what wrong estimates waste); an
+// object further down is not due before the application comes nearer, when
+// its chance is known better (the branch taken), and is fetched now only
+// when p reaches Threshold (1/2, where a prefetch that pays covers one that
+// does not). A path that branches in two every few objects (Knafla's pages)
+// is fetched two round trips' worth of reads ahead, all branches to 1/8;
+// a hub's list, whose refs beyond what was seen read have chance 0, is not.
 //
 // Evidence: a ref is offered when the object holding it is answered, and
 // followed when the object it points to is requested later, from that list
@@ -91,6 +124,9 @@ type Learned struct {
 	open    []*openList             // read objects with lists not yet followed, in read order; guarded by mu
 	first   *firstRead              // the last read, when it was a list's first; guarded by mu
 	walk    map[string]string       // ids read since the last direct request → the list they were read from; guarded by mu
+	pace    pace                    // guarded by mu
+	rtt     atomic.Int64            // the round trip Ahead was last told of, in ns
+	now     func() time.Time        // the clock; tests set it
 }
 
 // edgeKey says where a ref sits: its field, the type holding it, and how
@@ -157,7 +193,7 @@ func bucket(pos int) int {
 func NewLearned(cfg LearnedConfig) *Learned {
 	cfg.setDefaults()
 	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, pending: map[string][]offer{},
-		lists: map[listKey]*listRun{}, depth: map[string]int{}, walk: map[string]string{}}
+		lists: map[listKey]*listRun{}, depth: map[string]int{}, walk: map[string]string{}, now: time.Now}
 }
 
 // Budget implements Planner. The scheduler asks it only for a request with
@@ -188,9 +224,10 @@ func (l *Learned) Depth(id string) int {
 // to be read: the parents the request read from and, when a field was seen
 // read further than ever, the objects read before whose lists of it wait
 // (peersLocked).
-func (l *Learned) Read(objs []*graph.Object) (parents []string) {
+func (l *Learned) Read(objs []*graph.Object, waited bool) (parents []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.pace.answered(l.now(), waited, time.Duration(l.rtt.Load()))
 	l.request++
 	l.expireLocked()
 	started := false // a walk: direct requests start one
@@ -335,6 +372,7 @@ func (l *Learned) decideLocked(of offer, followed bool) (longer bool) {
 	}
 	run.followed++
 	run.request = l.request
+	l.pace.followed(run.followed == 1)
 	if run.followed > s.maxRun {
 		s.maxRun = run.followed
 		return true

@@ -8,7 +8,8 @@ import (
 
 // Chances implements Chooser: the probability of each ref of o being read,
 // given that o is read at depth, in ref order; refs beyond what
-// applications were seen to read from one list get 0.
+// applications were seen to read from one list, and refs of a field nothing
+// is known about, get 0.
 func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	out = out[:0]
 	l.mu.RLock()
@@ -26,6 +27,27 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	return out
 }
 
+// Followed implements Chooser.
+func (l *Learned) Followed(threshold float64) []string {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	var out []string
+	for k, s := range l.stats {
+		if slices.Contains(out, k.field) {
+			continue
+		}
+		prior := (s.allFollowed + priorWeight*l.cfg.Prior) / (s.allOffered + priorWeight)
+		for b := range buckets {
+			if (s.followed[b]+priorWeight*prior)/(s.offered[b]+priorWeight) >= threshold && s.offered[b] > 0 {
+				out = append(out, k.field)
+				break
+			}
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
 // skippedLocked reports whether a reader of parent's list skips id: it was
 // read already in this walk, and not from that list. How far down a list
 // the application reads counts the others only: a friend's friends list
@@ -37,12 +59,13 @@ func (l *Learned) skippedLocked(parent, id string) bool {
 
 // listChances gives the chances of one list's refs in order.
 type listChances struct {
-	field string
-	s     *fieldStats // nil: nothing known
-	prior float64     // the field's estimate, or Prior when nothing is known
-	run   int         // the longest run read from one list
-	pos   int         // of the next ref
-	rank  int         // of the next ref, among those not read in the walk
+	field  string
+	s      *fieldStats // nil: nothing known
+	prior  float64     // the field's estimate
+	likely float64     // Threshold: a chance below it needs evidence (minEvidence)
+	run    int         // the longest run read from one list
+	pos    int         // of the next ref
+	rank   int         // of the next ref, among those not read in the walk
 }
 
 // minAhead is the last position a list with a follow is fetched to.
@@ -52,7 +75,7 @@ const minAhead = 4
 const priorWeight = 2
 
 func (l *Learned) listLocked(k edgeKey) listChances {
-	c := listChances{field: k.field, s: l.stats[k], prior: l.cfg.Prior}
+	c := listChances{field: k.field, s: l.stats[k], prior: l.cfg.Prior, likely: l.cfg.Threshold}
 	if c.s == nil {
 		c.s = l.treeLikeLocked(k)
 	}
@@ -102,11 +125,23 @@ func (c *listChances) next(skipped bool) float64 {
 		c.rank++
 	}
 	switch {
-	case c.s == nil:
-		return c.prior
+	case c.s == nil: // nothing known: not fetched before the application shows it reads the field
+		return 0
 	case rank > c.limit():
 		return 0
 	}
 	b := bucket(pos)
-	return (c.s.followed[b] + priorWeight*c.prior) / (c.s.offered[b] + priorWeight)
+	p := (c.s.followed[b] + priorWeight*c.prior) / (c.s.offered[b] + priorWeight)
+	if p < c.likely && c.s.offered[b] < minEvidence {
+		return 0 // a guess: see minEvidence
+	}
+	return p
 }
+
+// minEvidence is how many offers of a list position a chance below
+// Threshold must rest on. Below it the chance is mostly the field's, or the
+// prior: a guess, which within the levels ahead, where chances down to
+// MinChance are fetched, would fetch the positions a reader was never seen
+// to reach (a profile view's third post, in the first views). A chance of
+// Threshold or more is fetched at any distance, as before it had evidence.
+const minEvidence = 4

@@ -293,10 +293,12 @@ func (s *Scheduler) After(a *fetch.Answer, h Hint) {
 // from: their next refs became likelier.
 func (s *Scheduler) choose(a *fetch.Answer) {
 	objs := make([]*graph.Object, 0, len(a.Results))
+	waited := false // for the origin: a miss, or a join of a fetch in flight
 	for _, r := range a.Results {
 		objs = append(objs, r.Object)
+		waited = waited || r.Status == fetch.StatusMiss || r.Status == fetch.StatusJoined
 	}
-	parents := s.chooser.Read(objs)
+	parents := s.chooser.Read(objs, waited)
 	if s.cfg.Mode == ModeOff {
 		return
 	}

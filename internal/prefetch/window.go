@@ -100,6 +100,14 @@ func (w *Window) Limit() int {
 	return w.limit
 }
 
+// RoundTrip is the baseline of demand round trips for one id: what a read
+// that speculation did not cover waits; 0 before one was observed.
+func (w *Window) RoundTrip() time.Duration {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return time.Duration(w.base[sizeClass(1)].v)
+}
+
 // Observe is told of every origin round trip as it ends, and keeps those
 // that move the window: demand reads the origin answered, speculative calls
 // it answered or shed. Others (writes, failures, cancellations) say nothing

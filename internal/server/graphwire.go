@@ -27,9 +27,23 @@ var (
 	resultStale  = graphpb.FieldNumber(&lookaheadv1.Result{}, "stale")
 )
 
-// graphMessage is the GetGraph message of rs.
+// resultOverhead bounds what a result adds to its object's bytes: its
+// tag and length, and the object's, status's, level's and stale's fields.
+const resultOverhead = 24
+
+// graphMessage is the GetGraph message of rs, encoded into one buffer
+// sized up front (an object's wire bytes when it has them, else its Size,
+// which is more), so that it is not grown and copied result by result.
 func graphMessage(rs []fetch.Result) (*lookaheadv1.GetGraphResponse, error) {
-	var raw []byte
+	n := 0
+	for _, r := range rs {
+		if r.Object.Wire != nil {
+			n += len(r.Object.Wire) + resultOverhead
+		} else {
+			n += int(r.Object.Size()) + resultOverhead
+		}
+	}
+	raw := make([]byte, 0, n)
 	for _, r := range rs {
 		var err error
 		if raw, err = appendResult(raw, r); err != nil {

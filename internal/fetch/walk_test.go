@@ -1,0 +1,48 @@
+package fetch
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch/fetchtest"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// An id the walk's Expand is still bringing is left to it, not looked up
+// in the cache: the origin sends it anyway (a cached object below one that
+// is not cached is not among the known ids), and the walk counts it as its
+// own fetch. Once the Expand is over, what it brought answers.
+func TestWalkLeavesToItsExpandWhatItBrings(t *testing.T) {
+	var objs []*graph.Object
+	require.NoError(t, graph.TaskTrees{Roots: 1, Fanout: 2, Levels: 3}.Generate(func(o *graph.Object) error {
+		objs = append(objs, o)
+		return nil
+	}))
+	root := objs[0]
+	fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(objs),
+		Gate: map[int]chan struct{}{1: make(chan struct{})}, Paused: make(chan int, 1)}
+	r := newRig(t, fx, Config{}, cache.Config{})
+	child := fx.Objs[root.Refs[0].ID]
+	r.c.AddDemand(child)
+
+	w := &walk{f: r.f, status: map[string]Status{}}
+	w.x = r.f.NewExpansion([]string{root.ID}, graph.Budget{Depth: 2}, false)
+	done := make(chan error, 1)
+	go func() { done <- w.x.Run(context.Background()) }()
+	require.Equal(t, 1, <-fx.Paused, "the origin sent the root and holds its children")
+	o, held := w.have(child.ID)
+	assert.False(t, held, "left to the Expand, which is bringing it")
+	assert.Nil(t, o)
+
+	close(fx.Gate[1])
+	require.NoError(t, <-done)
+	o, held = w.have(child.ID)
+	assert.True(t, held)
+	assert.Equal(t, child.ID, o.ID)
+	assert.Empty(t, w.status, "the walk's own fetch, not a cache hit")
+	assert.Equal(t, 1, fx.Sent[child.ID], "the origin sent it")
+}

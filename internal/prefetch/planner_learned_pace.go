@@ -1,0 +1,116 @@
+package prefetch
+
+import (
+	"math"
+	"time"
+)
+
+// Ahead implements Chooser: the levels holding the reads the application
+// makes in two round trips (pace), and the least chance worth a fetch
+// within them: Cost ÷ rtt, the break-even of a fetch that, if read, saves
+// the application one round trip, but never below MinChance nor above
+// Threshold. Two round trips: a level is fetched once a read's job finds it
+// within reach, and must then still be a round trip's reads away when its
+// fetch starts, since the one before it is still on its way (one Expand of
+// the levels ahead at a time). Beyond those levels Threshold applies: there
+// is time to wait for the application to get nearer, when the chances will
+// be known better. Nothing is ahead before a round trip was measured.
+func (l *Learned) Ahead(rtt time.Duration) (levels int, threshold float64) {
+	l.rtt.Store(int64(rtt))
+	if rtt <= 0 {
+		return 0, l.cfg.Threshold
+	}
+	l.mu.RLock()
+	reads, fanOut := l.pace.distance(rtt), l.pace.fanOut()
+	l.mu.RUnlock()
+	threshold = min(max(float64(l.cfg.Cost)/float64(rtt), l.cfg.MinChance), l.cfg.Threshold)
+	return levelsFor(2*reads, fanOut, l.cfg.MaxDepth), threshold
+}
+
+// pace is what the learned planner measures of time and shape, to say how
+// far ahead of the application speculation must be (Ahead): the time the
+// application takes from one answer to its next request when it did not
+// wait for the origin (its think time plus a hit's service), and how many
+// objects it reads from each list it reads from (the fan-out of its walk).
+type pace struct {
+	last    time.Time // when the last request was answered
+	gap     float64   // moving average of the time between requests that did not wait, in ns; 0: none seen
+	follows float64   // follows, decayed (see fanOut)
+	lists   float64   // lists followed at least once, decayed
+}
+
+// gapWeight is how much one inter-read time moves the average: it follows a
+// change of think time within a few dozen reads.
+const gapWeight = 1.0 / 16
+
+// paceHalfLife is how many follows the fan-out remembers at full weight.
+const paceHalfLife = 256
+
+// answered is told that a request was answered at now, and whether it
+// waited for the origin (a miss, or a join of a fetch in flight): only a
+// request that did not wait says how fast the application reads, since a
+// wait is the very stall speculation is to hide. A gap longer than the
+// round trip counts as one round trip, so that a pause between sessions
+// does not read as a slow application for the next few dozen reads.
+func (p *pace) answered(now time.Time, waited bool, rtt time.Duration) {
+	last := p.last
+	p.last = now
+	if waited || last.IsZero() {
+		return
+	}
+	g := float64(now.Sub(last))
+	if rtt > 0 {
+		g = min(g, float64(rtt))
+	}
+	if p.gap == 0 {
+		p.gap = g
+		return
+	}
+	p.gap += (g - p.gap) * gapWeight
+}
+
+// followed counts a follow; first reports whether it started its list.
+func (p *pace) followed(first bool) {
+	p.follows++
+	if first {
+		p.lists++
+	}
+	if p.follows > 2*paceHalfLife {
+		p.follows /= 2
+		p.lists /= 2
+	}
+}
+
+// fanOut is how many objects the application reads, on average, from each
+// list it reads from: 1 on a path (a chain, a choice of one branch), the
+// branching factor of a tree read whole, 3 to 5 on a feed.
+func (p *pace) fanOut() float64 {
+	if p.lists == 0 {
+		return 1
+	}
+	return p.follows / p.lists
+}
+
+// distance is Knafla's object distance: how many reads the application
+// makes in one origin round trip, rtt ÷ its time per read. A read that
+// many ahead, or nearer, must be on its way now or the application waits
+// for it; 1 when nothing is known.
+func (p *pace) distance(rtt time.Duration) int {
+	if p.gap <= 0 || rtt <= 0 {
+		return 1
+	}
+	return int(math.Ceil(float64(rtt) / p.gap))
+}
+
+// levelsFor converts a distance in reads to levels below the object read,
+// through the fan-out: the fewest levels holding that many reads when each
+// read object leads to fanOut more (a path: one level per read).
+func levelsFor(reads int, fanOut float64, maxLevels int) int {
+	n, width, total := 0, 1.0, 0.0
+	for total < float64(reads) && n < maxLevels {
+		n++
+		width *= max(fanOut, 1)
+		total += width
+	}
+	return n
+}
