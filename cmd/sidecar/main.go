@@ -236,6 +236,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	}
 	svc.EnableNear(hub)
 	metrics.RegisterStreamMemory(reg, svc.StreamMemory)
+	metrics.RegisterWalkMemory(reg, f.WalkMemory)
 	metrics.RegisterOriginRequests(reg, svc.OriginRequests)
 	// The request codec comes after the counting interceptors, so that a
 	// request that does not decode is counted with its INVALID_ARGUMENT.

@@ -11,12 +11,14 @@ import (
 // these cache budgets, message limit and stream budget: twice the tiers'
 // budgets (an object's Go memory is about twice the Size the tiers charge:
 // W4 measured a live heap of 1.7× the budget) plus four origin messages in
-// flight plus what GetGraph streams may hold for slow clients.
+// flight plus twice the stream budget: what GetGraph streams may hold for
+// slow clients, and as much again that walks' Expands may hold ahead of
+// their streams (each walk's share of the budget).
 // Near it the garbage collector runs more often and returns freed memory
 // to the system, so a burst of large replies does not leave the process at
 // its peak for good.
 func memoryLimit(c cache.Config, maxMessageBytes, streamBytes int64) int64 {
-	return 2*(c.MainBytes+c.PrefetchBytes) + 4*maxMessageBytes + streamBytes
+	return 2*(c.MainBytes+c.PrefetchBytes) + 4*maxMessageBytes + 2*streamBytes
 }
 
 // setMemoryLimit applies memoryLimit unless the GOMEMLIMIT environment
@@ -34,9 +36,10 @@ func setMemoryLimit(c cache.Config, maxMessageBytes, streamBytes int64) (limit i
 // defaultGCPercent is the sidecar's GOGC. The Go default of 100 collects
 // whenever the heap doubles, which for a sidecar filling its cache from a
 // small heap means a collection every few thousand cold objects; at 400
-// the collector's share of a cold walk's CPU falls by about half. The
-// memory limit (setMemoryLimit) bounds what the laxer target may cost:
-// near it the collector runs as often as it must.
+// it runs a quarter as often (a cold W1 walk: 0.3–0.4 µs less sidecar CPU
+// per object of about 5, BENCHMARKS.md). The memory limit
+// (setMemoryLimit) bounds what the laxer target may cost: near it the
+// collector runs as often as it must.
 const defaultGCPercent = 400
 
 // setGCPercent applies percent unless the GOGC environment variable has set

@@ -15,7 +15,7 @@ func TestMemoryLimitFollowsTheBudgets(t *testing.T) {
 
 	t.Setenv("GOMEMLIMIT", "")
 	limit, source := setMemoryLimit(c, 64<<20, 64<<20)
-	assert.Equal(t, int64(2*320<<20+4*64<<20+64<<20), limit, "twice the tiers plus four messages plus the streams' budget")
+	assert.Equal(t, int64(2*320<<20+4*64<<20+2*64<<20), limit, "twice the tiers plus four messages plus the streams' budget twice (streams and walks)")
 	assert.Equal(t, "cache budgets", source)
 	assert.Equal(t, limit, debug.SetMemoryLimit(-1), "applied")
 

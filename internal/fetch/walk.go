@@ -88,7 +88,7 @@ func (w *walk) fetch(ctx, xctx context.Context, st graph.Step) ([]*graph.Object,
 		// ones are walked through.
 		x := w.f.NewExpansion(st.IDs, w.plan.Rest(st, w.budget), false)
 		if w.ahead > 0 {
-			x.ahead = &readAhead{limit: w.ahead, room: make(chan struct{}), counted: make(map[string]int64)}
+			x.ahead = &readAhead{limit: w.ahead, room: make(chan struct{})}
 		}
 		w.x, w.xLevel = x, st.Level
 		w.xdone.Add(1)

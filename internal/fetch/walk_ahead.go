@@ -21,28 +21,35 @@ var released = &graph.Object{}
 // a sent level's objects are released. It never holds back the level the
 // walk is on, which the walk cannot send before it is complete: so the
 // expansion holds at most limit plus one origin message, or that one level
-// when it alone is larger. Guarded by the expansion's mu.
+// when it alone is larger. Every object in the expansion's got counts until
+// released (the walk's expansion is never speculative, so got holds whole
+// objects): no per-object record of its own. Guarded by the expansion's mu.
 type readAhead struct {
-	limit   int64
-	held    int64            // bytes of the objects counted
-	counted map[string]int64 // objects received and not yet released, with their sizes
-	needed  int              // the expansion level the walk is on: never held back
-	closed  bool             // the walk ended: nothing is held for it
-	room    chan struct{}    // closed and replaced when the walk releases a level
+	limit  int64
+	held   int64         // bytes of the objects received and not yet released
+	needed int           // the expansion level the walk is on: never held back
+	closed bool          // the walk ended: nothing is held for it
+	room   chan struct{} // closed and replaced when the walk releases a level
 }
 
-// pace counts what receive kept of a message of level, then waits while
-// the expansion holds more than the limit ahead of the walk.
-func (a *readAhead) pace(ctx context.Context, x *Expansion, level int, objs []*graph.Object) error {
-	x.mu.Lock()
-	for _, o := range objs {
-		if _, ok := a.counted[o.ID]; !ok && !a.closed && x.got[o.ID] == o {
-			n := o.Size()
-			a.counted[o.ID] = n
-			a.held += n
-			x.f.walkBytes.Add(n)
-		}
+// count adds objs, which receive has just kept, to what is held. Called
+// with x.mu held.
+func (a *readAhead) count(x *Expansion, objs []*graph.Object) {
+	if a.closed {
+		return
 	}
+	var n int64
+	for _, o := range objs {
+		n += o.Size()
+	}
+	a.held += n
+	x.f.walkBytes.Add(n)
+}
+
+// pace waits, after a message of level, while the expansion holds more
+// than the limit ahead of the walk.
+func (a *readAhead) pace(ctx context.Context, x *Expansion, level int) error {
+	x.mu.Lock()
 	for a.held > a.limit && level > a.needed && !a.closed {
 		room := a.room
 		x.mu.Unlock()
@@ -62,13 +69,16 @@ func (a *readAhead) pace(ctx context.Context, x *Expansion, level int, objs []*g
 func (a *readAhead) release(x *Expansion, level int, ids []string) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	for _, id := range ids {
-		if n, ok := a.counted[id]; ok {
-			delete(a.counted, id)
-			a.held -= n
-			x.f.walkBytes.Add(-n)
-			x.got[id] = released
+	if !a.closed {
+		var n int64
+		for _, id := range ids {
+			if o := x.got[id]; held(o) {
+				x.got[id] = released
+				n += o.Size()
+			}
 		}
+		a.held -= n
+		x.f.walkBytes.Add(-n)
 	}
 	a.needed = max(a.needed, level+1)
 	close(a.room)
@@ -79,16 +89,22 @@ func (a *readAhead) release(x *Expansion, level int, ids []string) {
 // expansion, which may still be reading its stream's end.
 func (a *readAhead) close(x *Expansion) {
 	x.mu.Lock()
-	for id, n := range a.counted {
-		x.got[id] = released
-		x.f.walkBytes.Add(-n)
+	if !a.closed {
+		for id, o := range x.got {
+			if held(o) {
+				x.got[id] = released
+			}
+		}
+		x.f.walkBytes.Add(-a.held)
 	}
-	clear(a.counted)
 	a.held, a.closed = 0, true
 	close(a.room)
 	a.room = make(chan struct{})
 	x.mu.Unlock()
 }
+
+// held reports whether o, a value of Expansion.got, is an object held.
+func held(o *graph.Object) bool { return o != nil && o != absent && o != released }
 
 // WalkMemory is the bytes of objects walks' Expands hold for their walks
 // now (see readAhead).

@@ -52,7 +52,9 @@ func (p *Plan) Step(have Lookup) (s Step, ok bool) {
 		return Step{}, false
 	}
 	s.Level = p.t.Level()
-	for _, id := range p.t.Pending() {
+	pending := p.t.Pending()
+	s.IDs = make([]string, 0, len(pending))
+	for _, id := range pending {
 		o, known := have(id)
 		switch {
 		case known && o != nil:

@@ -56,15 +56,18 @@ func NewReach(b Budget, sizeHint int) *Reach {
 }
 
 // Admit schedules id and reports true, unless it was admitted before or
-// the budget's MaxObjects is spent.
+// the budget's MaxObjects is spent. Once the budget is checked, one insert
+// tells a new id from a seen one (the set grows only by a new id): every
+// id of a walk passes here, most of them new.
 func (r *Reach) Admit(id string) bool {
-	if _, ok := r.seen[id]; ok {
-		return false
-	}
 	if r.budget.MaxObjects > 0 && r.scheduled >= r.budget.MaxObjects {
 		return false
 	}
+	n := len(r.seen)
 	r.seen[id] = struct{}{}
+	if len(r.seen) == n {
+		return false
+	}
 	r.scheduled++
 	return true
 }

@@ -193,6 +193,14 @@ func RegisterStreamMemory(reg prometheus.Registerer, held func() int64) {
 		func() float64 { return float64(held()) }))
 }
 
+// RegisterWalkMemory exports lookahead_walk_memory_bytes, read from held at
+// every scrape.
+func RegisterWalkMemory(reg prometheus.Registerer, held func() int64) {
+	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "walk_memory_bytes",
+		Help: "Bytes of objects GetGraph walks' Expands hold for their walks now, of --stream-memory-bytes."},
+		func() float64 { return float64(held()) }))
+}
+
 // RegisterOriginRequests exports lookahead_origin_requests{state}, read
 // from count at every scrape.
 func RegisterOriginRequests(reg prometheus.Registerer, count func() (running, waiting int64)) {

@@ -152,9 +152,9 @@ func (c *Client) newExpandCheck(roots []string, known []*graph.Object, b graph.B
 func (x *expandCheck) follow(o *graph.Object) {
 	for _, r := range o.Refs {
 		if x.fields == nil || x.fields[r.Field] {
-			if _, ok := x.ids[r.ID]; !ok {
-				x.ids[r.ID] = unanswered
-			}
+			// One map operation per ref: adds the id as unanswered (the
+			// zero answer) when it is new, keeps its answer when it is not.
+			x.ids[r.ID] |= unanswered
 		}
 	}
 }

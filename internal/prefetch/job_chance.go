@@ -69,9 +69,9 @@ func (s *Scheduler) expandChances(ctx context.Context, j job) {
 	idle := 0 // levels in a row with nothing to fetch
 	for d := 1; d <= w.depth && len(level) > 0 && ctx.Err() == nil; d++ {
 		var cands []candidate
-		var whole bool
-		cands, whole, buf = s.candidates(level, chance, depthOf, w.threshold(d), buf)
-		if whole && len(cands) > 0 && w.expandWhole(level, depthOf, cands, d) {
+		var short []string
+		cands, short, buf = s.candidates(level, chance, depthOf, w.threshold(d), buf)
+		if len(cands) > 0 && w.expandWhole(level, depthOf, cands, short, d) {
 			return
 		}
 		next, nextDepth, fetch, held := w.admit(cands)
@@ -122,31 +122,32 @@ func (w *chanceWalk) admit(cands []candidate) (chance map[string]float64, depthO
 const maxIdleLevels = 2
 
 // candidates returns the refs of level whose chance reaches threshold, and
-// whether every ref of the level does; buf is reused.
+// the fields of those that do not (none: the level is wanted whole); buf is
+// reused.
 func (s *Scheduler) candidates(level []*graph.Object, chance map[string]float64, depthOf map[string]int,
-	threshold float64, buf []float64) (cands []candidate, whole bool, _ []float64) {
-	whole = true
+	threshold float64, buf []float64) (cands []candidate, short []string, _ []float64) {
 	for _, o := range level {
 		buf = s.chooser.Chances(o, depthOf[o.ID], buf)
 		for i, r := range o.Refs {
 			if p := chance[o.ID] * buf[i]; p >= threshold {
 				cands = append(cands, candidate{r.ID, p, depthOf[o.ID] + 1})
-			} else {
-				whole = false
+			} else if !slices.Contains(short, r.Field) {
+				short = append(short, r.Field)
 			}
 		}
 	}
-	return cands, whole, buf
+	return cands, short, buf
 }
 
-// expandWhole handles level d below the roots, whose refs are all wanted:
-// when the origin has Expand and the levels below are wanted too, one
-// Expand brings them all in one round trip instead of one BatchGet per
-// level. Within the levels the application reads in one round trip that
-// is what keeps it from waiting: a walk that reads faster than one level
-// per round trip outruns speculation that fetches one level per round trip.
-// It reports whether it did.
-func (w *chanceWalk) expandWhole(level []*graph.Object, depthOf map[string]int, cands []candidate, d int) bool {
+// expandWhole handles level d below the roots when its refs are all wanted
+// (short, the fields of those that are not, is empty), or, within the
+// levels ahead, all those of the fields the application follows: when the
+// origin has Expand and the levels below are wanted too, one Expand brings
+// them all in one round trip instead of one BatchGet per level. Within the
+// levels ahead that is what keeps the application from waiting: a walk
+// that reads faster than one level per round trip outruns speculation that
+// fetches one level per round trip. It reports whether it did.
+func (w *chanceWalk) expandWhole(level []*graph.Object, depthOf map[string]int, cands []candidate, short []string, d int) bool {
 	s := w.s
 	if !s.fetcher.CanExpand() || d >= w.depth || !slices.ContainsFunc(cands, func(c candidate) bool {
 		_, known := s.fetcher.Peek(c.id)
@@ -154,9 +155,15 @@ func (w *chanceWalk) expandWhole(level []*graph.Object, depthOf map[string]int, 
 	}) {
 		return false // none to fetch: walk on through what is held
 	}
-	b := w.wholeBudget(level, depthOf, d)
-	if ahead, ok := w.windowBudget(level, depthOf, d); ok && ahead.Depth > b.Depth {
-		b = ahead // the levels ahead go deeper than the level's lists are expected whole
+	var b graph.Budget
+	if len(short) == 0 {
+		b = w.wholeBudget(level, depthOf, d)
+	}
+	if ahead, ok := w.windowBudget(level, depthOf, short, d); ok && (ahead.Depth > b.Depth || !subset(ahead.Fields, b.Fields)) {
+		// The levels ahead go deeper than the level's lists are expected
+		// whole, or through fields the level does not have (a chain's next
+		// leads to a branch's left and right).
+		b = ahead
 	}
 	if b.Depth == 0 {
 		return false
@@ -194,14 +201,32 @@ func (w *chanceWalk) expandWhole(level []*graph.Object, depthOf map[string]int, 
 // has seen followed at the least chance fetched there (a page's next, left
 // and right), and fetches at most as many objects as those levels hold at
 // that chance (a path that halves at every level holds no more). Not when
-// the level's types are not read on below (continues).
-func (w *chanceWalk) windowBudget(level []*graph.Object, depthOf map[string]int, d int) (graph.Budget, bool) {
-	if d > w.ahead || !w.s.continues(level, depthOf, 1, w.near) {
+// a followed field has refs on the level not wanted (short: a hub's list,
+// read only in part), nor when the level's types are not read on below
+// through the followed fields (continues). Refs of other fields are left
+// out (an out-ref never followed).
+func (w *chanceWalk) windowBudget(level []*graph.Object, depthOf map[string]int, short []string, d int) (graph.Budget, bool) {
+	if d > w.ahead {
 		return graph.Budget{}, false
 	}
+	followed := w.s.chooser.Followed(w.near)
+	if len(followed) == 0 || slices.ContainsFunc(short, func(f string) bool { return slices.Contains(followed, f) }) ||
+		!w.s.continues(level, depthOf, 1, w.near, followed) {
+		return graph.Budget{}, false // none followed would mean all
+	}
 	b := graph.Budget{Depth: min(w.ahead, w.depth-d), MaxObjects: min(w.budget, int(math.Ceil(float64(w.ahead+1)/w.near))),
-		Fields: w.s.chooser.Followed(w.near)}
-	return b, len(b.Fields) > 0 // none would mean all
+		Fields: followed}
+	return b, true
+}
+
+// subset reports whether every field of a is in b.
+func subset(a, b []string) bool {
+	for _, f := range a {
+		if !slices.Contains(b, f) {
+			return false
+		}
+	}
+	return true
 }
 
 // wholeBudget is the Expand below level d's candidates, beyond the levels
@@ -211,7 +236,7 @@ func (w *chanceWalk) windowBudget(level []*graph.Object, depthOf map[string]int,
 func (w *chanceWalk) wholeBudget(level []*graph.Object, depthOf map[string]int, d int) graph.Budget {
 	left := w.depth - d
 	deeper := 0
-	for deeper < left && w.s.continues(level, depthOf, deeper+1, w.threshold(d+deeper+1)) {
+	for deeper < left && w.s.continues(level, depthOf, deeper+1, w.threshold(d+deeper+1), nil) {
 		deeper++
 	}
 	b := graph.Budget{Depth: deeper, MaxObjects: w.budget}
@@ -263,8 +288,8 @@ func listLengths(o *graph.Object) []fieldList {
 // continues reports whether, k levels below level, lists of the level's
 // types, with the fields each type has there and as long as the level's
 // longest, are expected to be read whole: each ref's chance reaches
-// threshold.
-func (s *Scheduler) continues(level []*graph.Object, depthOf map[string]int, k int, threshold float64) bool {
+// threshold. Only fields in only count, unless it is nil.
+func (s *Scheduler) continues(level []*graph.Object, depthOf map[string]int, k int, threshold float64, only []string) bool {
 	all := fieldsOf(level)
 	type key struct {
 		typ   string
@@ -279,7 +304,7 @@ func (s *Scheduler) continues(level []*graph.Object, depthOf map[string]int, k i
 			has[k] = map[string]bool{}
 		}
 		for _, r := range o.Refs {
-			has[k][r.Field] = true
+			has[k][r.Field] = only == nil || slices.Contains(only, r.Field)
 		}
 	}
 	probe := &graph.Object{}

@@ -30,16 +30,17 @@ func newPacedLearned(cfg LearnedConfig) (*Learned, *clock) {
 }
 
 // Knafla's object distance: the levels that must be on their way are the
-// reads the application makes in one round trip, on a path one level each.
-func TestLearnedAheadIsTheReadsOfOneRoundTrip(t *testing.T) {
+// reads the application makes in two round trips (one for the fetch, one
+// for the fetch before it), on a path one level each.
+func TestLearnedAheadIsTheReadsOfTwoRoundTrips(t *testing.T) {
 	tests := []struct {
 		name       string
 		gap        time.Duration
 		rtt        time.Duration
 		wantLevels int
 	}{
-		{"no think time: ten reads per round trip", 100 * time.Microsecond, time.Millisecond, 10},
-		{"think time as long as the round trip: the next read only", time.Millisecond, time.Millisecond, 1},
+		{"no think time: five reads per round trip", 100 * time.Microsecond, 500 * time.Microsecond, 10},
+		{"think time as long as the round trip: the next two reads", time.Millisecond, time.Millisecond, 2},
 		{"a fast reader and a slow origin: as deep as the planner goes", 100 * time.Microsecond, 5 * time.Millisecond, 16},
 	}
 	for _, tt := range tests {
@@ -57,15 +58,15 @@ func TestLearnedAheadIsTheReadsOfOneRoundTrip(t *testing.T) {
 // application reads: its gap holds the stall speculation is to hide.
 func TestLearnedAheadIgnoresReadsThatWaited(t *testing.T) {
 	l, c := newPacedLearned(LearnedConfig{MaxDepth: 16})
-	l.Ahead(time.Millisecond)
+	l.Ahead(500 * time.Microsecond)
 	readChain(l, c, 0, 20, 100*time.Microsecond, false)
-	readChain(l, c, 20, 20, 1100*time.Microsecond, true) // misses: think plus a round trip
-	levels, _ := l.Ahead(time.Millisecond)
+	readChain(l, c, 20, 20, 600*time.Microsecond, true) // misses: think plus a round trip
+	levels, _ := l.Ahead(500 * time.Microsecond)
 	assert.Equal(t, 10, levels)
 }
 
 // Through the fan-out: a reader that reads 4 objects of each list it reads
-// has its next 10 reads within 2 levels.
+// has its next 20 reads (two round trips of 10) within 2 levels.
 func TestLearnedAheadConvertsReadsToLevelsThroughTheFanOut(t *testing.T) {
 	l, c := newPacedLearned(LearnedConfig{MaxDepth: 16})
 	l.Ahead(time.Millisecond)
@@ -86,7 +87,7 @@ func TestLearnedAheadConvertsReadsToLevelsThroughTheFanOut(t *testing.T) {
 	read("t", 0)
 	assert.InDelta(t, 4, l.pace.fanOut(), 0.01)
 	levels, _ := l.Ahead(time.Millisecond)
-	assert.Equal(t, 2, levels, "4 + 16 reads cover 10")
+	assert.Equal(t, 2, levels, "4 + 16 reads cover 20")
 }
 
 // The least chance fetched within the levels ahead is the break-even of a
@@ -220,4 +221,99 @@ func TestChanceJobExpandsTheLevelsAhead(t *testing.T) {
 	}
 	assert.Equal(t, map[int]int{1: 2, 2: 4, 3: 8, 4: 16, 5: 32}, perLevel, "the candidates' level and 4 below, nothing deeper")
 	assert.Equal(t, 1, fo.Calls(), "the demand's BatchGet only")
+}
+
+// page is a chooser that reads Knafla's pages: next always, one of left and
+// right.
+type page struct{ uniform }
+
+func (page) Followed(float64) []string { return []string{"friends", "left", "next", "right"} }
+
+// Chances: next 1, left and right 1/2, the first of friends 1 and the
+// others 0 (a hub read a little), anything else 0 (an out-ref never
+// followed).
+func (page) Chances(o *graph.Object, _ int, out []float64) []float64 {
+	out = out[:0]
+	friends := 0
+	for _, r := range o.Refs {
+		p := map[string]float64{"next": 1, "left": 0.5, "right": 0.5}[r.Field]
+		if r.Field == "friends" {
+			if friends == 0 {
+				p = 1
+			}
+			friends++
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
+// A chain read whole would be fetched by one Expand of its field alone, to
+// the first branch; within the levels ahead the Expand follows the fields
+// seen followed, through the branches, and leaves out refs of a field never
+// followed.
+func TestChanceJobExpandsThroughBranchesAhead(t *testing.T) {
+	link := func(id, field, to string) *graph.Object {
+		return &graph.Object{ID: id, Type: "Normal", Refs: []graph.Ref{{Field: field, ID: to}}}
+	}
+	n0 := link("n0", "next", "n1")
+	n0.Refs = append(n0.Refs, graph.Ref{Field: "out", ID: "elsewhere"})
+	objs := []*graph.Object{n0, {ID: "elsewhere", Type: "Normal"}, link("n1", "next", "b2"),
+		{ID: "b2", Type: "Branch", Refs: []graph.Ref{{Field: "left", ID: "l3"}, {Field: "right", ID: "r3"}}},
+		link("l3", "next", "l4"), link("r3", "next", "r4"), link("l4", "next", "l5"), link("r4", "next", "r5"),
+		{ID: "l5", Type: "Normal"}, {ID: "r5", Type: "Normal"}}
+	fo := newFakeOrigin(objs)
+	fx := &fakeExpander{Origin: fo}
+	r := newRig(t, fx, Config{Mode: ModeAdaptive, Workers: 2}, page{uniform{ahead: 4, near: 1.0 / 8}}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{"n0"}, Hint{})
+	require.NoError(t, err)
+	r.engine.s.Idle()
+	assert.Equal(t, 1, fx.ExpandCalls())
+	assert.Equal(t, map[string]int{"n1": 1, "b2": 1, "l3": 1, "r3": 1, "l4": 1, "r4": 1, "l5": 1, "r5": 1}, fx.SentIDs(),
+		"n1 and 4 levels below it")
+}
+
+// A chance below Threshold counts only once its position was offered
+// minEvidence times: before, it is the prior's guess, and within the levels
+// ahead a guess would be fetched.
+func TestLearnedUnlikelyChanceNeedsEvidence(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	branch := func(i int) *graph.Object {
+		return &graph.Object{ID: fmt.Sprint("b", i), Type: "Branch", Refs: []graph.Ref{
+			{Field: "left", ID: fmt.Sprint("l", i)}, {Field: "right", ID: fmt.Sprint("r", i)}}}
+	}
+	read := func(from, to int) {
+		for i := from; i < to; i++ {
+			l.Read([]*graph.Object{branch(i)}, false)
+			l.Read([]*graph.Object{{ID: fmt.Sprint("l", i), Type: "Leaf"}}, false) // always left
+		}
+	}
+	read(0, 3) // right passed by twice so far
+	c := l.Chances(branch(100), 0, nil)
+	assert.GreaterOrEqual(t, c[0], 0.5, "left is likely")
+	assert.Zero(t, c[1], "right: two offers, a guess")
+	read(3, 10)
+	c = l.Chances(branch(100), 0, nil)
+	assert.Greater(t, c[1], 0.0, "right: enough offers to be believed")
+	assert.Less(t, c[1], 1.0/8, "and unlikely")
+}
+
+// A list of a followed field read only in part (a hub's) is not fetched by
+// an Expand, which would bring all of it: its wanted refs come by BatchGet.
+func TestChanceJobLeavesAListReadInPartToBatchGet(t *testing.T) {
+	hub := &graph.Object{ID: "hub", Type: "User"}
+	objs := []*graph.Object{hub}
+	for i := range 20 {
+		id := fmt.Sprint("f", i)
+		hub.Refs = append(hub.Refs, graph.Ref{Field: "friends", ID: id})
+		objs = append(objs, &graph.Object{ID: id, Type: "User"})
+	}
+	fo := newFakeOrigin(objs)
+	fx := &fakeExpander{Origin: fo}
+	r := newRig(t, fx, Config{Mode: ModeAdaptive, Workers: 2}, page{uniform{ahead: 4, near: 1.0 / 8}}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{"hub"}, Hint{})
+	require.NoError(t, err)
+	r.engine.s.Idle()
+	assert.Zero(t, fx.ExpandCalls())
+	assert.Equal(t, [][]string{{"hub"}, {"f0"}}, fo.AskedIDs(), "the demand, then the first friend alone")
 }

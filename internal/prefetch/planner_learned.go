@@ -86,14 +86,16 @@ func (c *LearnedConfig) setDefaults() {
 // trip (Knafla's object distance; its time per read is measured between
 // requests that did not wait for the origin), which through the fan-out of
 // its walk (objects read per list read from) are a number of levels below
-// the object it just read (Ahead). An object within them that is not on its
-// way now will be waited for, so it is fetched when p reaches Cost ÷ rtt,
+// the object it just read; Ahead takes the levels of two round trips' reads,
+// since a fetch must start a round trip before its object is due and the
+// one before it is still on its way. An object within them that is not on
+// its way now will be waited for, so it is fetched when p reaches Cost ÷ rtt,
 // but not below MinChance (the bound on what wrong estimates waste); an
 // object further down is not due before the application comes nearer, when
 // its chance is known better (the branch taken), and is fetched now only
 // when p reaches Threshold (1/2, where a prefetch that pays covers one that
 // does not). A path that branches in two every few objects (Knafla's pages)
-// is fetched a round trip's worth of reads ahead, all branches to 1/8;
+// is fetched two round trips' worth of reads ahead, all branches to 1/8;
 // a hub's list, whose refs beyond what was seen read have chance 0, is not.
 //
 // Evidence: a ref is offered when the object holding it is answered, and

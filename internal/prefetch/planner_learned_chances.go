@@ -59,12 +59,13 @@ func (l *Learned) skippedLocked(parent, id string) bool {
 
 // listChances gives the chances of one list's refs in order.
 type listChances struct {
-	field string
-	s     *fieldStats // nil: nothing known
-	prior float64     // the field's estimate
-	run   int         // the longest run read from one list
-	pos   int         // of the next ref
-	rank  int         // of the next ref, among those not read in the walk
+	field  string
+	s      *fieldStats // nil: nothing known
+	prior  float64     // the field's estimate
+	likely float64     // Threshold: a chance below it needs evidence (minEvidence)
+	run    int         // the longest run read from one list
+	pos    int         // of the next ref
+	rank   int         // of the next ref, among those not read in the walk
 }
 
 // minAhead is the last position a list with a follow is fetched to.
@@ -74,7 +75,7 @@ const minAhead = 4
 const priorWeight = 2
 
 func (l *Learned) listLocked(k edgeKey) listChances {
-	c := listChances{field: k.field, s: l.stats[k], prior: l.cfg.Prior}
+	c := listChances{field: k.field, s: l.stats[k], prior: l.cfg.Prior, likely: l.cfg.Threshold}
 	if c.s == nil {
 		c.s = l.treeLikeLocked(k)
 	}
@@ -130,5 +131,17 @@ func (c *listChances) next(skipped bool) float64 {
 		return 0
 	}
 	b := bucket(pos)
-	return (c.s.followed[b] + priorWeight*c.prior) / (c.s.offered[b] + priorWeight)
+	p := (c.s.followed[b] + priorWeight*c.prior) / (c.s.offered[b] + priorWeight)
+	if p < c.likely && c.s.offered[b] < minEvidence {
+		return 0 // a guess: see minEvidence
+	}
+	return p
 }
+
+// minEvidence is how many offers of a list position a chance below
+// Threshold must rest on. Below it the chance is mostly the field's, or the
+// prior: a guess, which within the levels ahead, where chances down to
+// MinChance are fetched, would fetch the positions a reader was never seen
+// to reach (a profile view's third post, in the first views). A chance of
+// Threshold or more is fetched at any distance, as before it had evidence.
+const minEvidence = 4

@@ -6,12 +6,15 @@ import (
 )
 
 // Ahead implements Chooser: the levels holding the reads the application
-// makes in one round trip (pace), and the least chance worth a fetch
+// makes in two round trips (pace), and the least chance worth a fetch
 // within them: Cost ÷ rtt, the break-even of a fetch that, if read, saves
 // the application one round trip, but never below MinChance nor above
-// Threshold. Beyond those levels Threshold applies: there is time to wait
-// for the application to get nearer, when the chances will be known
-// better. Nothing is ahead before a round trip or a read was timed.
+// Threshold. Two round trips: a level is fetched once a read's job finds it
+// within reach, and must then still be a round trip's reads away when its
+// fetch starts, since the one before it is still on its way (one Expand of
+// the levels ahead at a time). Beyond those levels Threshold applies: there
+// is time to wait for the application to get nearer, when the chances will
+// be known better. Nothing is ahead before a round trip was measured.
 func (l *Learned) Ahead(rtt time.Duration) (levels int, threshold float64) {
 	l.rtt.Store(int64(rtt))
 	if rtt <= 0 {
@@ -21,7 +24,7 @@ func (l *Learned) Ahead(rtt time.Duration) (levels int, threshold float64) {
 	reads, fanOut := l.pace.distance(rtt), l.pace.fanOut()
 	l.mu.RUnlock()
 	threshold = min(max(float64(l.cfg.Cost)/float64(rtt), l.cfg.MinChance), l.cfg.Threshold)
-	return levelsFor(reads, fanOut, l.cfg.MaxDepth), threshold
+	return levelsFor(2*reads, fanOut, l.cfg.MaxDepth), threshold
 }
 
 // pace is what the learned planner measures of time and shape, to say how

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"bufio"
 	"context"
 	"fmt"
 	"io"
@@ -20,7 +21,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -55,28 +58,37 @@ const floodClients = 10000
 // --max-origin-requests and --max-origin-waiting), where the flood's
 // misses beyond it wait parked in the sidecar or are refused, and without
 // it (origin-requests=unlimited). A flooding caller refused
-// RESOURCE_EXHAUSTED asks again at once, with no backoff: the worst case
-// for the sidecar. The hits' client runs in the sidecar's process and
-// shares its cores, as an application on the same node would.
+// RESOURCE_EXHAUSTED asks again after floodBackoff. The hits' client runs
+// in the sidecar's process, over an in-memory connection, so its own
+// goroutines wait for a core behind the flood's handlers too; in the
+// *-hits-apart kinds it runs in another process (this binary again),
+// over TCP, as an application would.
 func BenchmarkHitDuringFlood(b *testing.B) {
-	for _, fl := range []struct {
-		name             string
-		getters, walkers int
-		conns            int // of a flood from another process; 0 = in this one
-	}{
-		{"none", 0, 0, 0}, {"gets", floodClients, 0, 0},
-		{"gets+walks", floodClients * 9 / 10, floodClients / 10, 0}, {"gets-apart", floodClients, 0, 1},
-		{"gets-apart-40conns", floodClients, 0, 40},
+	for _, fl := range []floodKind{
+		{name: "none"}, {name: "gets", getters: floodClients},
+		{name: "gets+walks", getters: floodClients * 9 / 10, walkers: floodClients / 10},
+		{name: "gets-apart", getters: floodClients, conns: 1},
+		{name: "gets-apart-40conns", getters: floodClients, conns: 40},
+		{name: "none-hits-apart", hitsApart: true},
+		{name: "gets-apart-40conns-hits-apart", getters: floodClients, conns: 40, hitsApart: true},
 	} {
 		for _, streams := range floodStreamLimits {
 			for _, misses := range []int{unlimited, 0} {
 				name := fmt.Sprintf("flood=%s/streams=%s/origin-requests=%s", fl.name, streamLimitName(streams), originLimitName(misses))
 				b.Run(name, func(b *testing.B) {
-					benchmarkHitDuringFlood(b, fl.getters, fl.walkers, fl.conns, streams, Config{MaxOriginRequests: misses})
+					benchmarkHitDuringFlood(b, fl, streams, Config{MaxOriginRequests: misses})
 				})
 			}
 		}
 	}
+}
+
+// floodKind is one flood of BenchmarkHitDuringFlood.
+type floodKind struct {
+	name             string
+	getters, walkers int
+	conns            int  // of a flood from another process; 0 = in this one
+	hitsApart        bool // the hits come from another process, over TCP
 }
 
 // floodStreamLimits are the per-connection stream limits
@@ -101,35 +113,37 @@ func originLimitName(n int) string {
 }
 
 // benchmarkHitDuringFlood is one row of BenchmarkHitDuringFlood.
-func benchmarkHitDuringFlood(b *testing.B, getters, walkers, conns int, streams uint32, cfg Config) {
+func benchmarkHitDuringFlood(b *testing.B, fl floodKind, streams uint32, cfg Config) {
 	o := origintest.New(&graph.Object{ID: "hit", Version: 1, Payload: make([]byte, 1024)})
 	o.Misbehave(origintest.Misbehaviour{Delay: 50 * time.Millisecond, Generate: origintest.Endless(2)})
 	limit := grpc.MaxConcurrentStreams(streams)
 	r := newHostileRigWith(b, o, origin.Config{}, cfg, limit)
 	hits := lookaheadv1.NewSidecarServiceClient(r.dial())
 	ctx := context.Background()
-	_, err := hits.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"})
-	if err != nil {
+	if _, err := hits.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"}); err != nil {
 		b.Fatal(err)
 	}
+	var addr string
+	if fl.conns > 0 || fl.hitsApart {
+		var stopTCP func()
+		addr, stopTCP = serveTCP(b, r, limit)
+		defer stopTCP()
+	}
 	var stop func()
-	if conns > 0 {
-		stop = floodApart(b, r, getters, conns, limit)
+	if fl.conns > 0 {
+		stop = floodApart(b, r, addr, fl.getters, fl.conns)
 	} else {
-		stop = flood([]lookaheadv1.SidecarServiceClient{r.client}, getters, walkers)
+		stop = flood([]lookaheadv1.SidecarServiceClient{r.client}, fl.getters, fl.walkers)
 	}
 	defer stop()
 	missed := testutil.ToFloat64(r.m.Misses)
-	lat := make([]time.Duration, 0, b.N)
 	sched := schedLatencies()
 	b.ResetTimer()
-	for range b.N {
-		start := time.Now()
-		resp, err := hits.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"})
-		if err != nil || resp.GetStatus() != lookaheadv1.CacheStatus_CACHE_STATUS_HIT {
-			b.Fatalf("not a main-tier hit: %v, %v", resp.GetStatus(), err)
-		}
-		lat = append(lat, time.Since(start))
+	var lat []time.Duration
+	if fl.hitsApart {
+		lat = hitsApart(b, addr, b.N)
+	} else {
+		lat = hitsHere(b, hits, b.N)
 	}
 	b.StopTimer()
 	b.ReportMetric(sched.p99since()*1e6, "sched-p99-µs")
@@ -137,6 +151,21 @@ func benchmarkHitDuringFlood(b *testing.B, getters, walkers, conns int, streams 
 	b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 	b.ReportMetric(float64(lat[len(lat)*99/100].Microseconds()), "p99-µs")
 	b.ReportMetric((testutil.ToFloat64(r.m.Misses)-missed)/b.Elapsed().Seconds(), "misses/s")
+}
+
+// hitsHere Gets the cached object n times, one at a time, on c, and
+// returns each one's latency.
+func hitsHere(b *testing.B, c lookaheadv1.SidecarServiceClient, n int) []time.Duration {
+	lat := make([]time.Duration, 0, n)
+	for range n {
+		start := time.Now()
+		resp, err := c.Get(context.Background(), &lookaheadv1.GetRequest{Id: "hit"})
+		if err != nil || resp.GetStatus() != lookaheadv1.CacheStatus_CACHE_STATUS_HIT {
+			b.Fatalf("not a main-tier hit: %v, %v", resp.GetStatus(), err)
+		}
+		lat = append(lat, time.Since(start))
+	}
+	return lat
 }
 
 // schedSample is the runtime's histogram of the time goroutines spent
@@ -169,6 +198,13 @@ func (s schedSample) p99since() float64 {
 	return 0
 }
 
+// floodBackoff is how long a flooding caller refused RESOURCE_EXHAUSTED
+// waits before it asks again, as a client told to retry later would: the
+// origin's delay, the time a place takes to free up. Without it the
+// refused callers ask again at once, as fast as the cores let them, and
+// the benchmark measures that loop's CPU (in gets, in its own process).
+const floodBackoff = 50 * time.Millisecond
+
 // flood starts getters callers that Get a new id each time and walkers
 // that open GetGraphs of new roots, until stop, which waits for them; the
 // callers take turns over the clients cs.
@@ -181,13 +217,21 @@ func flood(cs []lookaheadv1.SidecarServiceClient, getters, walkers int) (stop fu
 		wg.Go(func() {
 			for ctx.Err() == nil {
 				id := fmt.Sprintf("flood-%d", next.Add(1))
+				var err error
 				if i < walkers {
-					if s, err := c.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{id}, Depth: u32(3)}); err == nil {
-						_, _ = drain(s)
+					var s lookaheadv1.SidecarService_GetGraphClient
+					if s, err = c.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{id}, Depth: u32(3)}); err == nil {
+						_, err = drain(s)
 					}
-					continue
+				} else {
+					_, err = c.Get(ctx, &lookaheadv1.GetRequest{Id: id})
 				}
-				_, _ = c.Get(ctx, &lookaheadv1.GetRequest{Id: id})
+				if status.Code(err) == codes.ResourceExhausted { // "retry later"
+					select {
+					case <-time.After(floodBackoff):
+					case <-ctx.Done():
+					}
+				}
 			}
 		})
 	}
@@ -202,18 +246,24 @@ func flood(cs []lookaheadv1.SidecarServiceClient, getters, walkers int) (stop fu
 // floodApart.
 const floodEnv = "LOOKAHEAD_FLOOD"
 
-// floodApart serves r's sidecar on TCP too, with opts, and floods it with
-// getters callers over conns connections from another process (this
-// binary under floodEnv), until stop.
-func floodApart(b *testing.B, r *hostileRig, getters, conns int, opts ...grpc.ServerOption) (stop func()) {
+// serveTCP serves r's sidecar on a TCP listener too, with opts, until stop.
+func serveTCP(b *testing.B, r *hostileRig, opts ...grpc.ServerOption) (addr string, stop func()) {
 	b.Helper()
 	lis, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(b, err)
 	gs := grpc.NewServer(opts...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, r.svc)
 	go func() { _ = gs.Serve(lis) }()
+	return lis.Addr().String(), gs.Stop
+}
+
+// floodApart floods r's sidecar at addr with getters callers over conns
+// connections from another process (this binary under floodEnv), until
+// stop.
+func floodApart(b *testing.B, r *hostileRig, addr string, getters, conns int) (stop func()) {
+	b.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d", floodEnv, lis.Addr(), getters, conns))
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d,%d", floodEnv, addr, getters, conns))
 	cmd.Stderr = os.Stderr
 	in, err := cmd.StdinPipe()
 	require.NoError(b, err)
@@ -225,7 +275,6 @@ func floodApart(b *testing.B, r *hostileRig, getters, conns int, opts ...grpc.Se
 	return func() {
 		_ = in.Close()
 		assert.NoError(b, cmd.Wait())
-		gs.Stop()
 	}
 }
 
@@ -251,5 +300,65 @@ func floodFrom(spec string) int {
 	stop := flood(cs, getters, 0)
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	stop()
+	return 0
+}
+
+// hitsEnv, set to "address,count", makes this test binary the hits' client
+// of the sidecar at address instead of running tests: see hitsApart.
+const hitsEnv = "LOOKAHEAD_HITS"
+
+// hitsApart Gets the cached object n times, one at a time, from another
+// process (this binary under hitsEnv) over TCP to addr, and returns each
+// one's latency as that process measured it.
+func hitsApart(b *testing.B, addr string, n int) []time.Duration {
+	b.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), fmt.Sprintf("%s=%s,%d", hitsEnv, addr, n))
+	cmd.Stderr = os.Stderr
+	out, err := cmd.Output()
+	require.NoError(b, err)
+	lat := make([]time.Duration, 0, n)
+	for _, f := range strings.Fields(string(out)) {
+		ns, err := strconv.ParseInt(f, 10, 64)
+		require.NoError(b, err)
+		lat = append(lat, time.Duration(ns))
+	}
+	require.Len(b, lat, n)
+	return lat
+}
+
+// hitsFrom is the hits' process: spec is hitsEnv's value; it writes each
+// hit's latency in nanoseconds to its standard output, one a line, and
+// returns the exit status.
+func hitsFrom(spec string) int {
+	addr, count, _ := strings.Cut(spec, ",")
+	n, err := strconv.Atoi(count)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "%s=%q: want address,count (%v)\n", hitsEnv, spec, err)
+		return 2
+	}
+	cc, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer cc.Close()
+	c := lookaheadv1.NewSidecarServiceClient(cc)
+	ctx := context.Background()
+	if _, err := c.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"}); err != nil { // connected
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	w := bufio.NewWriter(os.Stdout)
+	defer w.Flush()
+	for range n {
+		start := time.Now()
+		resp, err := c.Get(ctx, &lookaheadv1.GetRequest{Id: "hit"})
+		if err != nil || resp.GetStatus() != lookaheadv1.CacheStatus_CACHE_STATUS_HIT {
+			fmt.Fprintf(os.Stderr, "not a main-tier hit: %v, %v\n", resp.GetStatus(), err)
+			return 1
+		}
+		fmt.Fprintln(w, time.Since(start).Nanoseconds())
+	}
 	return 0
 }

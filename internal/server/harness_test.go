@@ -34,6 +34,9 @@ func TestMain(m *testing.M) {
 	if spec := os.Getenv(floodEnv); spec != "" { // a flooding client of BenchmarkHitDuringFlood
 		os.Exit(floodFrom(spec))
 	}
+	if spec := os.Getenv(hitsEnv); spec != "" { // its hits' client
+		os.Exit(hitsFrom(spec))
+	}
 	goleak.VerifyTestMain(m)
 }
 

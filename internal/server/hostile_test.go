@@ -50,8 +50,14 @@ func newHostileRig(t *testing.T, o *origintest.Origin, cfg origin.Config) *hosti
 // gRPC server options opts; its sidecar serves Subscribe.
 func newHostileRigWith(t testing.TB, o *origintest.Origin, cfg origin.Config, scfg Config, opts ...grpc.ServerOption) *hostileRig {
 	t.Helper()
+	return newHostileRigCache(t, o, cfg, cache.Config{}, scfg, opts...)
+}
+
+// newHostileRigCache is newHostileRigWith with the cache's settings ccfg.
+func newHostileRigCache(t testing.TB, o *origintest.Origin, cfg origin.Config, ccfg cache.Config, scfg Config, opts ...grpc.ServerOption) *hostileRig {
+	t.Helper()
 	m := metrics.New(prometheus.NewRegistry())
-	c, err := cache.New(cache.Config{}, wire.Cache(m))
+	c, err := cache.New(ccfg, wire.Cache(m))
 	require.NoError(t, err)
 	oc, err := origin.New(o.Start(t), cfg, m)
 	require.NoError(t, err)

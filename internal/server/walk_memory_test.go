@@ -2,9 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
-	"strconv"
-	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -14,23 +11,9 @@ import (
 	"google.golang.org/grpc"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
-	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/origintest"
 )
-
-// chain generates, for "c<n>", an object of payload bytes with one ref to
-// "c<n+1>": a chain without end, one object per level.
-func chain(payload int) func(id string) *graph.Object {
-	return func(id string) *graph.Object {
-		n, err := strconv.Atoi(strings.TrimPrefix(id, "c"))
-		if err != nil {
-			return nil
-		}
-		return &graph.Object{ID: id, Version: 1, Payload: make([]byte, payload),
-			Refs: []graph.Ref{{Field: "next", ID: fmt.Sprintf("c%d", n+1)}}}
-	}
-}
 
 // TestWalkMemoryIsBounded: an origin streams a 60-level walk as fast as it
 // can to a client that does not read. What the walk's Expand holds for it
@@ -41,9 +24,9 @@ func chain(payload int) func(id string) *graph.Object {
 func TestWalkMemoryIsBounded(t *testing.T) {
 	const levels, payload, share = 60, 32 << 10, 128 << 10
 	o := origintest.New()
-	o.Misbehave(origintest.Misbehaviour{Generate: chain(payload)})
+	o.Misbehave(origintest.Misbehaviour{Generate: tree(1, payload)})
 	r := newHostileRigWith(t, o, origin.Config{}, Config{MaxDepth: levels, StreamBytes: share, MaxWalks: 1})
-	message := chain(payload)("c0").Size() // one level, one object
+	message := tree(1, payload)("t").Size() // one level, one object
 	slow := lookaheadv1.NewSidecarServiceClient(r.dial(grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10)))
 	var peak atomic.Int64
 	stop := make(chan struct{})
@@ -61,7 +44,7 @@ func TestWalkMemoryIsBounded(t *testing.T) {
 	}()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	s, err := slow.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{"c0"}, Depth: u32(levels - 1)})
+	s, err := slow.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{"t"}, Depth: u32(levels - 1)})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return r.f.WalkMemory() > share }, 10*time.Second, time.Millisecond,
 		"the Expand reads ahead of the client up to its share")
@@ -83,11 +66,11 @@ func TestWalkMemoryIsBounded(t *testing.T) {
 func TestWalkHeldBackEndsWithItsClient(t *testing.T) {
 	const payload, share = 32 << 10, 128 << 10
 	o := origintest.New()
-	o.Misbehave(origintest.Misbehaviour{Generate: chain(payload)})
+	o.Misbehave(origintest.Misbehaviour{Generate: tree(1, payload)})
 	r := newHostileRigWith(t, o, origin.Config{}, Config{MaxDepth: 60, StreamBytes: share, MaxWalks: 1})
 	slow := lookaheadv1.NewSidecarServiceClient(r.dial(grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10)))
 	ctx, cancel := context.WithCancel(context.Background())
-	_, err := slow.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{"c0"}, Depth: u32(59)})
+	_, err := slow.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{"t"}, Depth: u32(59)})
 	require.NoError(t, err)
 	require.Eventually(t, func() bool { return r.f.WalkMemory() > share }, 10*time.Second, time.Millisecond)
 	cancel()

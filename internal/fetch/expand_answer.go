@@ -1,0 +1,67 @@
+package fetch
+
+import "github.com/lookahead-dev/lookahead/internal/graph"
+
+// What an expansion answers: its walk, planning a level (Lookup) and
+// collecting it (Delivered), and those who joined its claims (delivered).
+
+// Lookup says whether the expansion has delivered id, or learned that it does
+// not exist (obj nil, known true).
+func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
+	obj, known, _ = x.lookup(id)
+	return obj, known
+}
+
+// lookup is Lookup, and when id is not known yet, whether the origin is
+// still to send it: scheduled, not held, and the stream not over.
+func (x *Expansion) lookup(id string) (obj *graph.Object, known, coming bool) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	o, ok := x.got[id]
+	switch {
+	case o == absent:
+		return nil, true, false
+	case o == released:
+		return nil, false, false // sent by the walk, no longer held
+	case ok:
+		return o, true, false
+	}
+	return nil, false, !x.finished && x.reach.Has(id) && x.known[id] == nil
+}
+
+// delivered answers a waiter for id once its level was released: the
+// object received, or not ok for an id that does not exist or did not come.
+// An object the walk has sent and let go of since is the cache's copy,
+// filled before the level was released.
+func (x *Expansion) delivered(id string) (*graph.Object, bool) {
+	x.mu.Lock()
+	o, ok := x.got[id]
+	x.mu.Unlock()
+	switch {
+	case o == absent:
+		return nil, false
+	case o == released:
+		if o, _ := x.f.cache.Peek(id); o != nil {
+			return o, true
+		}
+		return nil, false // evicted meanwhile: the waiter fetches it
+	}
+	return o, ok
+}
+
+// Delivered returns the objects of ids the expansion has received, with the
+// ids it has not (nil if all), in the order of ids.
+func (x *Expansion) Delivered(ids []string) (objs []*graph.Object, rest []string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	objs = make([]*graph.Object, 0, len(ids))
+	for _, id := range ids {
+		switch o, ok := x.got[id]; {
+		case !ok, o == released:
+			rest = append(rest, id)
+		case o != absent:
+			objs = append(objs, o)
+		}
+	}
+	return objs, rest
+}
