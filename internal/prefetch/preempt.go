@@ -31,7 +31,13 @@ import (
 // An overtaken job still queued is dropped (Metrics.Preempted). A running
 // one is cancelled (Metrics.Cancelled): it starts nothing more, and its
 // origin calls in flight are cut, except those a demand has joined, which
-// the application waits for (see fetch.Fetcher.Speculate).
+// the application waits for (see fetch.Abandonable).
+//
+// Two other ways speculation could turn useless need no rule: objects that
+// were fetched by other means since a job was scheduled are held when it
+// runs, and it walks through them; and an object cannot be fetched by other
+// means while a speculative call is bringing it, since whoever asks for it
+// joins that call.
 
 // run is a job a worker runs, with what it has left of its triggers, and
 // its context.
