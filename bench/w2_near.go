@@ -19,15 +19,17 @@ type w2Reads struct {
 	Held, InFlight, NotFetched int
 	// Wait is the time spent in reads the sidecar answered; Again is the
 	// part of it spent in reads that followed another such read, which the
-	// prefetch of the object just waited for did not bring along.
-	Wait, Again time.Duration
-	last        bool // the previous read went to the sidecar
+	// prefetch of the object just waited for did not bring along; InNear is
+	// the time spent in the reads answered in-process.
+	Wait, Again, InNear time.Duration
+	last                bool // the previous read went to the sidecar
 }
 
 // add records one read: where st says it was answered and how long it took.
 func (r *w2Reads) add(st lookahead.Status, took time.Duration) {
 	if st.Near {
 		r.Near++
+		r.InNear += took
 		r.last = false
 		return
 	}
@@ -65,16 +67,18 @@ func (r *w2Result) nearReadsTable() string {
 			rows = append(rows, []string{fmtThink(t), cond.Name, fmtDur(c.elapsed()),
 				n(func(x w2Reads) int { return x.Near }), n(func(x w2Reads) int { return x.Held }),
 				n(func(x w2Reads) int { return x.InFlight }), n(func(x w2Reads) int { return x.NotFetched }),
-				d(func(x w2Reads) time.Duration { return x.Wait }), d(func(x w2Reads) time.Duration { return x.Again })})
+				d(func(x w2Reads) time.Duration { return x.Wait }), d(func(x w2Reads) time.Duration { return x.Again }),
+				d(func(x w2Reads) time.Duration { return x.InNear })})
 		}
 	}
 	return table([]string{"think", "condition", "elapsed", "near hits", "sidecar: held", "sidecar: in flight (joined)",
-		"sidecar: not fetched (miss)", "waited on the sidecar", "of which right after another sidecar read"}, rows)
+		"sidecar: not fetched (miss)", "waited on the sidecar", "of which right after another sidecar read", "time in near hits"}, rows)
 }
 
 // w2NearReadsNote introduces nearReadsTable.
 var w2NearReadsNote = fmt.Sprintf("Where the near-cache row's reads were answered (medians): in-process, or by the sidecar, "+
 	"which held the object (its push had not been applied yet), was fetching it, or had not asked for it. "+
 	"The wait is the time the navigation spent in the reads the sidecar answered; the last column is the part of it "+
-	"spent in reads that came right after another such read: the fetch just waited for did not bring the next object along. "+
+	"spent in reads that came right after another such read: the fetch just waited for did not bring the next object along; "+
+	"the last, the time the near hits took. "+
 	"Near cache %d MiB.\n\n", nearBytes>>20)

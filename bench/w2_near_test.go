@@ -29,5 +29,6 @@ func TestW2ReadsSortsByCauseAndCountsWaitsInARow(t *testing.T) {
 	assert.Equal(t, 1, r.InFlight)
 	assert.Equal(t, 1, r.NotFetched)
 	assert.Equal(t, 5600*time.Microsecond, r.Wait, "near hits are not waits")
+	assert.Equal(t, 2*time.Microsecond, r.InNear)
 	assert.Equal(t, 2100*time.Microsecond, r.Again, "the joined read after the miss and the hit after the held one")
 }

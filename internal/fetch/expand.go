@@ -9,7 +9,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
-// absent stands in Expansion.got for an id the origin said does not exist.
+// absent stands in Expansion.ids for an id the origin said does not exist.
 var absent = &graph.Object{}
 
 // ErrMalformedExpand is an Expand stream that broke the traversal's rules:
@@ -54,17 +54,19 @@ type Expansion struct {
 	joins       map[*call][]string
 
 	mu sync.Mutex
-	// got holds every object received, and absent for each id the origin
-	// said does not exist; a speculative expansion keeps only ids and refs,
-	// all its plan needs, so that its memory does not grow with the prefetch
-	// budget (Oracle's caveat): payloads live in the cache.
-	got map[string]*graph.Object
+	// ids holds the ids scheduled, roots and followed refs, by the
+	// traversal's rules, each with what came of it: nil while awaited, the
+	// object received, absent for an id the origin said does not exist
+	// (or released, see readAhead). One set serves both the rules and the
+	// record. A speculative expansion keeps only ids and refs, all its plan
+	// needs, so that its memory does not grow with the prefetch budget
+	// (Oracle's caveat): payloads live in the cache.
+	ids *graph.Ledger
 	// owned are the ids a speculative expansion claimed and has not
 	// released yet, each with its whole object once received, kept until
 	// its level is released to whoever waits for it; a demanded one answers
-	// its waiters from got (delivered).
+	// its waiters from ids (delivered).
 	owned    map[string]*graph.Object
-	reach    *graph.Reach             // ids scheduled: roots and followed refs, by the traversal's rules
 	claims   map[int][]*batch         // level → in-flight claims not yet released
 	known    map[string]*graph.Object // held objects sent as known_ids: the origin walks through them, never sends them
 	order    [][]string               // per level, the ids admitted, in the origin's order (below the roots only with known objects)
@@ -88,8 +90,7 @@ func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool)
 	n := b.SizeHint(len(roots))
 	x := &Expansion{
 		f: f, speculative: speculative, budget: b, since: f.cache.Changes(),
-		got:     make(map[string]*graph.Object, n),
-		reach:   graph.NewReach(b, n),
+		ids:     graph.NewLedger(b, n),
 		claims:  make(map[int][]*batch),
 		changed: make(chan struct{}),
 	}
@@ -176,7 +177,7 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 		x.order, x.left = append(x.order, nil), append(x.left, 0)
 	}
 	for _, id := range ids {
-		if !x.reach.Admit(id) {
+		if !x.ids.Admit(id) {
 			continue
 		}
 		if level == 0 || len(x.known) > 0 {
@@ -230,19 +231,20 @@ func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) e
 	}
 	var next []string
 	for _, o := range objs {
-		x.got[o.ID] = o
 		if x.speculative {
-			x.got[o.ID] = &graph.Object{ID: o.ID, Version: o.Version, Refs: o.Refs}
+			x.ids.Record(o.ID, &graph.Object{ID: o.ID, Version: o.Version, Refs: o.Refs})
 			if _, claimed := x.owned[o.ID]; claimed {
 				x.owned[o.ID] = o
 			}
+		} else {
+			x.ids.Record(o.ID, o)
 		}
 		next = x.follow(level, o, next)
 	}
 	kept := missing[:0:0]
 	for _, id := range missing {
-		if _, seen := x.got[id]; !seen && x.reach.Has(id) && x.known[id] == nil {
-			x.got[id] = absent
+		if x.awaits(id) {
+			x.ids.Record(id, absent)
 			x.left[level]--
 			kept = append(kept, id)
 		}
@@ -277,12 +279,13 @@ func (x *Expansion) expected(level int, objs []*graph.Object) []*graph.Object {
 
 // expects reports whether o was scheduled, neither held (known) nor
 // received yet. Called with x.mu held.
-func (x *Expansion) expects(o *graph.Object) bool {
-	if o == nil || !x.reach.Has(o.ID) || x.known[o.ID] != nil {
-		return false
-	}
-	_, seen := x.got[o.ID]
-	return !seen
+func (x *Expansion) expects(o *graph.Object) bool { return o != nil && x.awaits(o.ID) }
+
+// awaits reports whether id was scheduled, neither held (known) nor
+// received nor said not to exist yet. Called with x.mu held.
+func (x *Expansion) awaits(id string) bool {
+	o, admitted := x.ids.Get(id)
+	return admitted && o == nil && x.known[id] == nil
 }
 
 // complete releases level's claims with what was delivered (or err) and

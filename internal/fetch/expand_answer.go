@@ -17,16 +17,16 @@ func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
 func (x *Expansion) lookup(id string) (obj *graph.Object, known, coming bool) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	o, ok := x.got[id]
+	o, admitted := x.ids.Get(id)
 	switch {
 	case o == absent:
 		return nil, true, false
 	case o == released:
 		return nil, false, false // sent by the walk, no longer held
-	case ok:
+	case o != nil:
 		return o, true, false
 	}
-	return nil, false, !x.finished && x.reach.Has(id) && x.known[id] == nil
+	return nil, false, !x.finished && admitted && x.known[id] == nil
 }
 
 // delivered answers a waiter for id once its level was released: the
@@ -35,7 +35,7 @@ func (x *Expansion) lookup(id string) (obj *graph.Object, known, coming bool) {
 // filled before the level was released.
 func (x *Expansion) delivered(id string) (*graph.Object, bool) {
 	x.mu.Lock()
-	o, ok := x.got[id]
+	o, _ := x.ids.Get(id)
 	x.mu.Unlock()
 	switch {
 	case o == absent:
@@ -46,7 +46,7 @@ func (x *Expansion) delivered(id string) (*graph.Object, bool) {
 		}
 		return nil, false // evicted meanwhile: the waiter fetches it
 	}
-	return o, ok
+	return o, o != nil
 }
 
 // Delivered returns the objects of ids the expansion has received, with the
@@ -56,8 +56,8 @@ func (x *Expansion) Delivered(ids []string) (objs []*graph.Object, rest []string
 	defer x.mu.Unlock()
 	objs = make([]*graph.Object, 0, len(ids))
 	for _, id := range ids {
-		switch o, ok := x.got[id]; {
-		case !ok, o == released:
+		switch o, _ := x.ids.Get(id); {
+		case o == nil, o == released:
 			rest = append(rest, id)
 		case o != absent:
 			objs = append(objs, o)

@@ -115,3 +115,65 @@ func (x *extraExpander) Expand(ctx context.Context, roots []string, known []*gra
 	kids, _, _ := x.BatchGet(ctx, next)
 	return fn(1, kids, nil)
 }
+
+// An origin that answers an id again in a later message (an object sent
+// again, an object listed missing too, an id listed missing and then sent)
+// gets the first answer kept and every repeated object dropped and counted:
+// a copy never replaces what was received, nor an object what was said not
+// to exist. (Within one message the origin client drops repeats.)
+func TestExpandKeepsTheFirstAnswerOfAnID(t *testing.T) {
+	objs := fetchtest.Tree(t, 2, 3) // a root, its 2 children, their 4
+	fo := fetchtest.NewOrigin(objs)
+	r := newRig(t, &againExpander{Origin: fo}, Config{}, cache.Config{})
+	got := map[string]*graph.Object{}
+	missing, err := r.f.Walk(context.Background(), []string{objs[0].ID}, graph.Budget{Depth: 2}, 0,
+		func(_ int, rs []Result) error {
+			for _, res := range rs {
+				got[res.Object.ID] = res.Object
+			}
+			return nil
+		})
+	require.NoError(t, err)
+	assert.Equal(t, 3.0, testutil.ToFloat64(r.m.OriginMalformed.WithLabelValues(metrics.MalformedBeyondBudget)))
+	kids := objs[0].Refs
+	assert.Equal(t, []string{kids[1].ID}, missing, "said missing first, sent after")
+	assert.NotContains(t, got, kids[1].ID)
+	for _, id := range []string{objs[0].ID, kids[0].ID} {
+		require.Contains(t, got, id, "sent, then listed missing too")
+		assert.Equal(t, uint64(1), got[id].Version, "%s: the first copy, not the second", id)
+		o, _ := r.c.Peek(id)
+		require.NotNil(t, o)
+		assert.Equal(t, uint64(1), o.Version, "%s: the cache's copy", id)
+	}
+}
+
+// againExpander sends the root, then its first child with a newer copy of
+// the root, listing the root and the second child missing, then the first
+// child's children with a newer copy of the first child and the second
+// child, listing the first child missing.
+type againExpander struct{ *fetchtest.Origin }
+
+func (x *againExpander) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(int, []*graph.Object, []string) error) error {
+	found, _, _ := x.BatchGet(ctx, roots)
+	root := found[0]
+	if err := fn(0, found, nil); err != nil {
+		return err
+	}
+	kids, _, _ := x.BatchGet(ctx, []string{root.Refs[0].ID, root.Refs[1].ID})
+	if err := fn(1, []*graph.Object{kids[0], newer(root)}, []string{kids[1].ID, root.ID}); err != nil {
+		return err
+	}
+	var next []string
+	for _, r := range kids[0].Refs {
+		next = append(next, r.ID)
+	}
+	grand, _, _ := x.BatchGet(ctx, next)
+	return fn(2, append(grand, newer(kids[0]), kids[1]), []string{kids[0].ID})
+}
+
+// newer is a copy of o at the next version.
+func newer(o *graph.Object) *graph.Object {
+	c := *o
+	c.Version++
+	return &c
+}

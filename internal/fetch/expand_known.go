@@ -81,11 +81,11 @@ func (x *Expansion) followKnown(level int, ids []string, next []string) []string
 
 // refs appends the refs of o, found at level, that the walk follows.
 func (x *Expansion) refs(level int, o *graph.Object, next []string) []string {
-	if !x.reach.Expands(level) {
+	if !x.ids.Expands(level) {
 		return next
 	}
 	for _, r := range o.Refs {
-		if x.reach.Follows(r.Field) {
+		if x.ids.Follows(r.Field) {
 			next = append(next, r.ID)
 		}
 	}

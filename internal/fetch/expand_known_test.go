@@ -66,12 +66,12 @@ func TestExpansionFollowsKnownObjectsInTheOriginsOrder(t *testing.T) {
 				}
 				want := walked(objs, roots, b)
 				for id := range want {
-					_, got := x.got[id] // received, or said not to exist
-					assert.True(t, got || x.known[id] != nil || fx.Withhold[id], "%s visited by the origin, not accounted for", id)
+					o, _ := x.ids.Get(id) // received, or said not to exist
+					assert.True(t, o != nil || x.known[id] != nil || fx.Withhold[id], "%s visited by the origin, not accounted for", id)
 				}
-				for id := range x.got {
+				x.ids.Recorded(func(id string, _ *graph.Object) {
 					assert.True(t, want[id], "%s received but not in the walk", id)
-				}
+				})
 				assert.Zero(t, x.awaited())
 				assert.Empty(t, x.claims)
 			})

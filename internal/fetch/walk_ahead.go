@@ -6,7 +6,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
-// released stands in Expansion.got for an object the walk has sent: the
+// released stands in Expansion.ids for an object the walk has sent: the
 // id stays known to the expansion (a duplicate is still dropped), the
 // object is no longer held.
 var released = &graph.Object{}
@@ -21,8 +21,8 @@ var released = &graph.Object{}
 // a sent level's objects are released. It never holds back the level the
 // walk is on, which the walk cannot send before it is complete: so the
 // expansion holds at most limit plus one origin message, or that one level
-// when it alone is larger. Every object in the expansion's got counts until
-// released (the walk's expansion is never speculative, so got holds whole
+// when it alone is larger. Every object in the expansion's ids counts until
+// released (the walk's expansion is never speculative, so ids holds whole
 // objects): no per-object record of its own. Guarded by the expansion's mu.
 type readAhead struct {
 	limit  int64
@@ -72,8 +72,8 @@ func (a *readAhead) release(x *Expansion, level int, ids []string) {
 	if !a.closed {
 		var n int64
 		for _, id := range ids {
-			if o := x.got[id]; held(o) {
-				x.got[id] = released
+			if o, _ := x.ids.Get(id); held(o) {
+				x.ids.Record(id, released)
 				n += o.Size()
 			}
 		}
@@ -90,11 +90,11 @@ func (a *readAhead) release(x *Expansion, level int, ids []string) {
 func (a *readAhead) close(x *Expansion) {
 	x.mu.Lock()
 	if !a.closed {
-		for id, o := range x.got {
+		x.ids.Recorded(func(id string, o *graph.Object) {
 			if held(o) {
-				x.got[id] = released
+				x.ids.Record(id, released)
 			}
-		}
+		})
 		x.f.walkBytes.Add(-a.held)
 	}
 	a.held, a.closed = 0, true
@@ -103,7 +103,7 @@ func (a *readAhead) close(x *Expansion) {
 	x.mu.Unlock()
 }
 
-// held reports whether o, a value of Expansion.got, is an object held.
+// held reports whether o, a value of Expansion.ids, is an object held.
 func held(o *graph.Object) bool { return o != nil && o != absent && o != released }
 
 // WalkMemory is the bytes of objects walks' Expands hold for their walks

@@ -35,17 +35,21 @@ func (b Budget) SizeHint(n int) int {
 // and shared children terminate and nothing is fetched twice), at most
 // MaxObjects ids in all, and only refs in the budget's fields. Traversal
 // uses it, and so does anything that walks the same graph incrementally
-// (an Expand stream read as it arrives).
+// (an Expand stream read as it arrives; Ledger).
 type Reach struct {
-	budget    Budget
-	fields    map[string]struct{} // nil = follow all fields
-	seen      map[string]struct{} // every id ever admitted
-	scheduled int                 // len(seen): ids charged against MaxObjects
+	rules
+	seen map[string]struct{} // every id ever admitted
 }
 
-// NewReach starts an empty reach for budget b; sizeHint sizes its set.
-func NewReach(b Budget, sizeHint int) *Reach {
-	r := &Reach{budget: b, seen: make(map[string]struct{}, sizeHint)}
+// rules are Reach's and Ledger's rules, less their set of ids.
+type rules struct {
+	budget    Budget
+	fields    map[string]struct{} // nil = follow all fields
+	scheduled int                 // ids admitted: charged against MaxObjects
+}
+
+func newRules(b Budget) rules {
+	r := rules{budget: b}
 	if len(b.Fields) > 0 {
 		r.fields = make(map[string]struct{}, len(b.Fields))
 		for _, f := range b.Fields {
@@ -55,12 +59,17 @@ func NewReach(b Budget, sizeHint int) *Reach {
 	return r
 }
 
+// NewReach starts an empty reach for budget b; sizeHint sizes its set.
+func NewReach(b Budget, sizeHint int) *Reach {
+	return &Reach{rules: newRules(b), seen: make(map[string]struct{}, sizeHint)}
+}
+
 // Admit schedules id and reports true, unless it was admitted before or
 // the budget's MaxObjects is spent. Once the budget is checked, one insert
 // tells a new id from a seen one (the set grows only by a new id): every
 // id of a walk passes here, most of them new.
 func (r *Reach) Admit(id string) bool {
-	if r.budget.MaxObjects > 0 && r.scheduled >= r.budget.MaxObjects {
+	if r.spent() {
 		return false
 	}
 	n := len(r.seen)
@@ -78,8 +87,13 @@ func (r *Reach) Has(id string) bool {
 	return ok
 }
 
+// spent reports whether MaxObjects ids were admitted.
+func (r *rules) spent() bool {
+	return r.budget.MaxObjects > 0 && r.scheduled >= r.budget.MaxObjects
+}
+
 // Follows reports whether refs in field are followed.
-func (r *Reach) Follows(field string) bool {
+func (r *rules) Follows(field string) bool {
 	if r.fields == nil {
 		return true
 	}
@@ -88,7 +102,7 @@ func (r *Reach) Follows(field string) bool {
 }
 
 // Remaining is how many more ids may be admitted; -1 = no cap.
-func (r *Reach) Remaining() int {
+func (r *rules) Remaining() int {
 	if r.budget.MaxObjects <= 0 {
 		return -1
 	}
@@ -96,7 +110,7 @@ func (r *Reach) Remaining() int {
 }
 
 // Expands reports whether objects found at level have refs to follow.
-func (r *Reach) Expands(level int) bool { return level < r.budget.Depth }
+func (r *rules) Expands(level int) bool { return level < r.budget.Depth }
 
 // Traversal is a breadth-first walk over an object graph with a budget. It is
 // a pure state machine: it says which ids the current level needs (Pending),
