@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc/codes"
@@ -103,11 +104,12 @@ func TestWatchOriginReadinessAndLiveness(t *testing.T) {
 	hs := health.NewServer()
 	hs.SetServingStatus(LivenessService, healthpb.HealthCheckResponse_SERVING)
 	var logs launch.Buffer
+	m := metrics.New(prometheus.NewRegistry())
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		WatchOrigin(ctx, hs, rd.Check, 20*time.Millisecond, metrics.New(prometheus.NewRegistry()), slog.New(slog.NewTextHandler(&logs, nil)))
+		WatchOrigin(ctx, hs, rd.Check, 50*time.Millisecond, m, slog.New(slog.NewTextHandler(&logs, nil)))
 	}()
 	defer func() { cancel(); <-done }()
 	status := func(service string) healthpb.HealthCheckResponse_ServingStatus {
@@ -127,8 +129,14 @@ func TestWatchOriginReadinessAndLiveness(t *testing.T) {
 
 	o.Misbehave(origintest.Misbehaviour{})
 	require.Eventually(t, func() bool { return status("") == healthpb.HealthCheckResponse_SERVING }, 5*time.Second, time.Millisecond)
-	assert.Equal(t, 1, strings.Count(logs.String(), "not serving"), "the reason is logged once per transition")
-	assert.Equal(t, 1, strings.Count(logs.String(), "origin calls failed"))
+	// Once per transition, not once per check: on a loaded machine a health
+	// check can also time out (its deadline is the interval), which is a
+	// transition of its own, so the lines are counted against the
+	// transitions rather than expected once.
+	transitions := strings.Count(logs.String(), "not serving") + strings.Count(logs.String(), "reachable: serving")
+	assert.Equal(t, int(testutil.ToFloat64(m.ServingChanges)), transitions, "the reason is logged once per transition")
+	assert.Less(t, transitions, int(o.Calls("BatchGet")), "fewer lines than the failed checks while down")
+	assert.Contains(t, logs.String(), "origin calls failed")
 }
 
 var statusDown = status.Error(codes.Unavailable, "shard down")
