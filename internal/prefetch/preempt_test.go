@@ -144,26 +144,93 @@ func TestOvertakenJobKeepsFetchADemandJoined(t *testing.T) {
 	}
 }
 
-// endsOrigin records, for each BatchGet, how its context had ended when it
-// returned (nil: it had not).
-type endsOrigin struct {
-	*fakeOrigin
+// ends records, for each origin call, how its context had ended when the
+// call returned (nil: it had not).
+type ends struct {
 	mu   sync.Mutex
 	ends []error
 }
 
+func (e *ends) record(ctx context.Context) {
+	e.mu.Lock()
+	e.ends = append(e.ends, ctx.Err())
+	e.mu.Unlock()
+}
+
+func (e *ends) errs() []error {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return slices.Clone(e.ends)
+}
+
+// endsOrigin records how each BatchGet's context had ended.
+type endsOrigin struct {
+	*fakeOrigin
+	ends
+}
+
 func (o *endsOrigin) BatchGet(ctx context.Context, ids []string) ([]*graph.Object, []string, error) {
 	found, missing, err := o.fakeOrigin.BatchGet(ctx, ids)
-	o.mu.Lock()
-	o.ends = append(o.ends, ctx.Err())
-	o.mu.Unlock()
+	o.record(ctx)
 	return found, missing, err
 }
 
-func (o *endsOrigin) errs() []error {
-	o.mu.Lock()
-	defer o.mu.Unlock()
-	return slices.Clone(o.ends)
+// endsExpander records how each Expand's context had ended.
+type endsExpander struct {
+	*fakeExpander
+	ends
+}
+
+func (o *endsExpander) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget,
+	fn func(int, []*graph.Object, []string) error) error {
+	err := o.fakeExpander.Expand(ctx, roots, known, b, fn)
+	o.record(ctx)
+	return err
+}
+
+// An overtaken job's speculative Expand is cut like its BatchGets, unless
+// a demand joined it: then it runs to its end, and the demand gets its
+// object from it.
+func TestOvertakenExpandIsCutUnlessADemandJoinedIt(t *testing.T) {
+	for _, demand := range []bool{false, true} {
+		t.Run(map[bool]string{false: "no demand", true: "a demand joined"}[demand], func(t *testing.T) {
+			fo := newFakeOrigin([]*graph.Object{node("p", "p.1", "p.2"), node("p.1", "p.1.1"), node("p.1.1"), node("p.2")})
+			gate := make(chan struct{})
+			fx := &endsExpander{fakeExpander: &fakeExpander{Origin: fo,
+				Gate: map[int]chan struct{}{0: gate}, Paused: make(chan int, 1)}}
+			// Two levels along "left": one Expand below p, from p.1.
+			r := newRig(t, fx, Config{Workers: 1}, Static{Depth: 2, Fields: []string{"left"}}, cache.Config{})
+
+			read(t, r, "p")
+			<-fx.Paused // p's job is at the origin: an Expand from p.1
+			joined := make(chan Status, 1)
+			if demand {
+				go func() {
+					rs, _, err := r.engine.Get(context.Background(), []string{"p.1"}, Hint{})
+					assert.NoError(t, err)
+					assert.Len(t, rs, 1)
+					joined <- rs[0].Status
+				}()
+				require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 1 }, 10*time.Second,
+					time.Millisecond, "the demand for p.1 joins the Expand")
+			}
+			require.Equal(t, StatusMiss, read(t, r, "p.2"))
+			assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled))
+			if !demand {
+				idle(t, r) // the gate never opens: only the cut Expand lets the job end
+				_, held := r.cache.Peek("p.1")
+				assert.False(t, held, "the cut Expand brought nothing")
+				return
+			}
+			close(gate)
+			assert.Equal(t, StatusJoined, <-joined)
+			idle(t, r)
+			_, held := r.cache.Peek("p.1.1")
+			assert.True(t, held, "the Expand went on below p.1")
+			assert.Equal(t, []error{nil}, fx.errs(), "the Expand's context never ended")
+			assert.Equal(t, -1, askedAt(fo, "p.1"), "nobody asked for p.1 again")
+		})
+	}
 }
 
 func countAsked(o *fakeOrigin, id string) int {
