@@ -8,6 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
@@ -72,7 +74,11 @@ func (s *Server) Subscribe(req *lookaheadv1.SubscribeRequest, stream lookaheadv1
 			return status.Error(codes.ResourceExhausted, sub.Reason()+": flush the near cache and subscribe again")
 		case <-sub.Wake():
 			for evs := s.near.Take(sub, eventsPerMessage); len(evs) > 0; evs = s.near.Take(sub, eventsPerMessage) {
-				if err := stream.Send(&lookaheadv1.SubscribeResponse{Events: nearEvents(evs)}); err != nil {
+				events, err := nearEvents(evs)
+				if err != nil {
+					return err
+				}
+				if err := stream.Send(&lookaheadv1.SubscribeResponse{Events: events}); err != nil {
 					return err
 				}
 				sent = true
@@ -90,7 +96,13 @@ func (s *Server) Subscribe(req *lookaheadv1.SubscribeRequest, stream lookaheadv1
 	}
 }
 
-func nearEvents(evs []near.Event) []*lookaheadv1.NearEvent {
+// nearEvents converts hub events to messages. A pushed object goes out as
+// the bytes it came from the origin in (graph.Object.Wire) when it has
+// them, like a GetGraph result (graphwire.go): the push's object field is
+// written as an unknown field of the NearPush, which protobuf sends
+// verbatim, so that a prefetched object pushed to near caches is never
+// encoded again.
+func nearEvents(evs []near.Event) ([]*lookaheadv1.NearEvent, error) {
 	out := make([]*lookaheadv1.NearEvent, len(evs))
 	for i, e := range evs {
 		switch e.Kind {
@@ -98,11 +110,30 @@ func nearEvents(evs []near.Event) []*lookaheadv1.NearEvent {
 			out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Invalidation{Invalidation: &lookaheadv1.NearInvalidation{
 				Id: e.ID, Version: e.Version, Deleted: e.Deleted}}}
 		case near.KindPush:
-			out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Push{Push: &lookaheadv1.NearPush{
-				Object: graphpb.ToProto(e.Object), Reason: e.Reason}}}
+			push, err := nearPush(e)
+			if err != nil {
+				return nil, err
+			}
+			out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Push{Push: push}}
 		default:
 			out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Flush{Flush: &lookaheadv1.NearFlush{Reason: e.Reason}}}
 		}
 	}
-	return out
+	return out, nil
+}
+
+var pushObject = graphpb.FieldNumber(&lookaheadv1.NearPush{}, "object")
+
+// nearPush is the push of e.Object, its object field encoded by hand.
+func nearPush(e near.Event) (*lookaheadv1.NearPush, error) {
+	obj, err := graphpb.Encoded(e.Object)
+	if err != nil {
+		return nil, status.Errorf(codes.Internal, "encoding pushed object %q: %v", e.Object.ID, err)
+	}
+	raw := make([]byte, 0, protowire.SizeTag(pushObject)+protowire.SizeBytes(len(obj)))
+	raw = protowire.AppendTag(raw, pushObject, protowire.BytesType)
+	raw = protowire.AppendBytes(raw, obj)
+	p := &lookaheadv1.NearPush{Reason: e.Reason}
+	p.ProtoReflect().SetUnknown(protoreflect.RawFields(raw))
+	return p, nil
 }

@@ -1,0 +1,90 @@
+package server
+
+import (
+	"bytes"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/protobuf/proto"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
+	"github.com/lookahead-dev/lookahead/internal/near"
+)
+
+// TestPushedObjectsAreTheOriginsBytes: a push reads back as the object it
+// pushes, whether the object kept the bytes it came from the origin in
+// (sent on verbatim) or was built in the sidecar (encoded), and its reason
+// travels with it.
+func TestPushedObjectsAreTheOriginsBytes(t *testing.T) {
+	built := &graph.Object{ID: "user-1", Version: 3, Type: "user", Payload: []byte("ada"),
+		Refs: []graph.Ref{{Field: "friends", ID: "user-2"}, {Field: "friends", ID: "user-3"}}}
+	wire, err := proto.Marshal(graphpb.ToProto(built))
+	require.NoError(t, err)
+	decoded, err := graphpb.Decode(wire)
+	require.NoError(t, err)
+	require.NotNil(t, decoded.Wire)
+
+	for name, o := range map[string]*graph.Object{"origin's bytes": decoded, "built here": built} {
+		evs, err := nearEvents([]near.Event{{Kind: near.KindPush, Object: o, Reason: "expand"}})
+		require.NoError(t, err, name)
+		b, err := proto.Marshal(&lookaheadv1.SubscribeResponse{Events: evs})
+		require.NoError(t, err, name)
+		assert.True(t, bytes.Contains(b, wire), "%s: the object's encoding is in the message", name)
+		var got lookaheadv1.SubscribeResponse
+		require.NoError(t, proto.Unmarshal(b, &got), name)
+		require.Len(t, got.GetEvents(), 1, name)
+		push := got.GetEvents()[0].GetPush()
+		require.NotNil(t, push, name)
+		assert.True(t, proto.Equal(graphpb.ToProto(built), push.GetObject()), "%s: %v", name, push.GetObject())
+		assert.Equal(t, "expand", push.GetReason(), name)
+	}
+}
+
+// BenchmarkPushEncoding: a message of pushes of objects that came from the
+// origin, sent on as their bytes (what Subscribe does) against converted to
+// protobuf messages and encoded again (what it did before).
+func BenchmarkPushEncoding(b *testing.B) {
+	evs := make([]near.Event, eventsPerMessage)
+	for i := range evs {
+		o := &graph.Object{ID: fmt.Sprintf("task-%d", i), Version: 1, Type: "task", Payload: make([]byte, 10),
+			Refs: []graph.Ref{{Field: "sub", ID: "a"}, {Field: "sub", ID: "b"}, {Field: "sub", ID: "c"}, {Field: "sub", ID: "d"}, {Field: "sub", ID: "e"}}}
+		wire, err := proto.Marshal(graphpb.ToProto(o))
+		require.NoError(b, err)
+		if evs[i].Object, err = graphpb.Decode(wire); err != nil {
+			b.Fatal(err)
+		}
+		evs[i].Kind, evs[i].Reason = near.KindPush, "expand"
+	}
+	send := func(b *testing.B, events func() []*lookaheadv1.NearEvent) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := proto.Marshal(&lookaheadv1.SubscribeResponse{Events: events()}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/object")
+	}
+	b.Run("wire", func(b *testing.B) {
+		send(b, func() []*lookaheadv1.NearEvent {
+			out, err := nearEvents(evs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return out
+		})
+	})
+	b.Run("proto", func(b *testing.B) {
+		send(b, func() []*lookaheadv1.NearEvent {
+			out := make([]*lookaheadv1.NearEvent, len(evs))
+			for i, e := range evs {
+				out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Push{Push: &lookaheadv1.NearPush{
+					Object: graphpb.ToProto(e.Object), Reason: e.Reason}}}
+			}
+			return out
+		})
+	})
+}
