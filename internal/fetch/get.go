@@ -16,14 +16,20 @@ type lookup struct {
 
 // Get answers ids from the cache and fetches all misses of the request at
 // once, in one round trip per BatchSize ids (fewer when other requests'
-// misses gather with them). Cached copies past their TTL follow the stale
-// rules of Config.
+// misses gather with them), once the admission ctx carries lets it (see
+// WithAdmission). Cached copies past their TTL follow the stale rules of
+// Config.
 func (f *Fetcher) Get(ctx context.Context, ids []string) (*Answer, error) {
 	a := &Answer{}
 	ids = dedupe(ids)
 	l := f.lookup(ids)
 	if len(l.need) > 0 {
+		release, err := admit(ctx)
+		if err != nil {
+			return nil, err
+		}
 		got, err := f.demand(ctx, l.need)
+		release()
 		switch {
 		case err != nil && len(l.fallback) == len(l.need) && ctx.Err() == nil:
 			// stale-if-error: every id the origin failed to answer has a copy.

@@ -7,8 +7,6 @@ import (
 	"golang.org/x/sync/semaphore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-
-	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
 // misses is the sidecar-wide admission of Gets and BatchGets that need the
@@ -17,39 +15,30 @@ import (
 // once: a hit on another connection waits for a core behind them, since
 // Go's scheduler has no priorities (BenchmarkHitDuringFlood, 40
 // connections). --max-concurrent-streams bounds one connection only. So a
-// request with an id the cache does not hold takes one of running places
+// request with an id the cache does not hold takes one of the places
 // before it fetches; beyond them it waits, parked, not runnable, and
 // beyond waiting more it is refused RESOURCE_EXHAUSTED at once. A request
 // the cache answers whole takes no place and never waits. The decision
-// needs the request's ids, so it is made in the handler, after decoding,
-// before any fetch: a gRPC tap handle runs earlier but sees only the
-// method, and would refuse hits with misses. One gap: while the change
-// stream is down past --watch-grace the fetcher refetches what the cache
-// holds, and such requests take no place.
+// needs to know what the cache holds, so the fetcher makes it, after its
+// cache lookup and before it asks the origin (fetch.WithAdmission): a
+// gRPC tap handle runs earlier but sees only the method, and would refuse
+// hits with misses.
 type misses struct {
-	places         *semaphore.Weighted
-	running, limit int64
-	waiting        atomic.Int64
-	maxWaiting     int64
-	admitted       atomic.Int64
+	places     *semaphore.Weighted
+	limit      int64
+	waiting    atomic.Int64
+	maxWaiting int64
+	admitted   atomic.Int64
 }
 
 func newMisses(running, waiting int) *misses {
 	return &misses{places: semaphore.NewWeighted(int64(running)), limit: int64(running), maxWaiting: int64(waiting)}
 }
 
-// peeker says what the cache holds (Fetcher.Peek).
-type peeker interface {
-	Peek(id string) (*graph.Object, bool)
-}
-
-// admit takes a place for a request of ids unless the cache holds every
-// one (or knows it does not exist), waiting for one until ctx ends; done
-// gives it back.
-func (m *misses) admit(ctx context.Context, ids []string, c peeker) (done func(), err error) {
-	if allHeld(ids, c) {
-		return func() {}, nil
-	}
+// admit takes a place for a request that needs the origin, waiting for
+// one until ctx ends; release gives it back (a fetch.Admission: the
+// fetcher calls it only for a request the cache did not answer whole).
+func (m *misses) admit(ctx context.Context) (release func(), err error) {
 	if !m.places.TryAcquire(1) {
 		if m.waiting.Add(1) > m.maxWaiting {
 			m.waiting.Add(-1)
@@ -66,15 +55,6 @@ func (m *misses) admit(ctx context.Context, ids []string, c peeker) (done func()
 		m.admitted.Add(-1)
 		m.places.Release(1)
 	}, nil
-}
-
-func allHeld(ids []string, c peeker) bool {
-	for _, id := range ids {
-		if _, known := c.Peek(id); !known {
-			return false
-		}
-	}
-	return true
 }
 
 // OriginRequests is how many Gets and BatchGets that need the origin are

@@ -108,9 +108,6 @@ type Fetcher interface {
 	Walk(ctx context.Context, roots []string, b graph.Budget, ahead int64, emit func(level int, rs []fetch.Result) error) (missing []string, err error)
 	// Changed is the one entry of write-side events: see fetch.Fetcher.Changed.
 	Changed(id string, version uint64, deleted bool) bool
-	// Peek says whether the cache holds id fresh, without counting: a
-	// request of held ids needs no place among MaxOriginRequests.
-	Peek(id string) (*graph.Object, bool)
 }
 
 // Scheduler is told of every answered demand, to speculate
@@ -130,7 +127,8 @@ type Server struct {
 	walks   chan struct{} // one token per GetGraph being served
 	streams *streamMemory
 	misses  *misses
-	near    *near.Hub // nil unless EnableNear
+	admit   fetch.Admission // misses.admit, made once rather than per request
+	near    *near.Hub       // nil unless EnableNear
 }
 
 // New builds the sidecar service.
@@ -139,21 +137,17 @@ func New(cfg Config, f Fetcher, sched Scheduler, w Writer, log *slog.Logger) (*S
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	m := newMisses(cfg.MaxOriginRequests, cfg.MaxOriginWaiting)
 	return &Server{cfg: cfg, fetcher: f, sched: sched, writer: w, log: log,
 		walks: make(chan struct{}, cfg.MaxWalks), streams: newStreamMemory(cfg.StreamBytes),
-		misses: newMisses(cfg.MaxOriginRequests, cfg.MaxOriginWaiting)}, nil
+		misses: m, admit: m.admit}, nil
 }
 
 // get answers ids and tells the scheduler.
 func (s *Server) get(ctx context.Context, ids []string, h prefetch.Hint) (*fetch.Answer, error) {
 	s.track(ctx, ids)
-	done, err := s.misses.admit(ctx, ids, s.fetcher)
-	if err != nil {
-		return nil, err
-	}
-	ctx, span := s.lookupSpan(ctx, len(ids))
+	ctx, span := s.lookupSpan(fetch.WithAdmission(ctx, s.admit), len(ids))
 	a, err := s.fetcher.Get(ctx, ids)
-	done()
 	endLookup(span, a, err)
 	if err != nil {
 		return nil, toStatus(err)
