@@ -117,6 +117,7 @@ type Learned struct {
 	mu      sync.RWMutex            // Chances and Depth, on the workers, only read
 	stats   map[edgeKey]*fieldStats // guarded by mu
 	pending map[string][]offer      // child id → the lists offering it, first first; guarded by mu
+	passed  map[string][]offer      // child id → the lists offering it passed by (closeLocked); guarded by mu
 	ring    []ringEntry             // offers in request order, for the horizon; guarded by mu
 	head    int                     // first live ring entry; guarded by mu
 	request int                     // requests observed; guarded by mu
@@ -194,7 +195,7 @@ func bucket(pos int) int {
 // NewLearned makes a learned planner.
 func NewLearned(cfg LearnedConfig) *Learned {
 	cfg.setDefaults()
-	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, pending: map[string][]offer{},
+	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, pending: map[string][]offer{}, passed: map[string][]offer{},
 		lists: map[listKey]*listRun{}, depth: map[string]int{}, walk: map[string]string{}, now: time.Now}
 }
 
@@ -322,9 +323,11 @@ func (l *Learned) expireLocked() {
 		e := l.ring[l.head]
 		l.ring[l.head] = ringEntry{}
 		l.head++
-		if of, ok := l.dropOfferLocked(e.id, func(of offer) bool { return of.seq == e.seq && of.parent == e.parent }); ok {
+		match := func(of offer) bool { return of.seq == e.seq && of.parent == e.parent }
+		if of, ok := dropOfferLocked(l.pending, e.id, match); ok {
 			l.decideLocked(of, false)
 		}
+		dropOfferLocked(l.passed, e.id, match) // decided when passed by
 	}
 	if l.head > len(l.ring)/2 && l.head > 1024 { // compact
 		l.ring = append(l.ring[:0], l.ring[l.head:]...)

@@ -37,14 +37,23 @@ func (l *Learned) inOrderLocked(of offer) bool {
 const maxOffers = 4
 
 // claimLocked takes the offers of id, which is being read, and returns the
-// first of them whose list the read follows, if any. The others are
-// dropped: a reader that reads each object once passes it by in them.
-// An offer whose list the read does not follow counts as not followed.
+// first of them whose list the read follows, if any: of the lists pending,
+// else of those passed by (closeLocked), whose not-follow is then taken
+// back. The others are dropped: a reader that reads each object once passes
+// it by in them. An offer pending whose list the read does not follow
+// counts as not followed.
 func (l *Learned) claimLocked(id string) (offer, bool) {
-	offers := l.pending[id]
+	offers, passed := l.pending[id], l.passed[id]
 	delete(l.pending, id)
+	delete(l.passed, id)
 	for _, of := range offers {
 		if l.inOrderLocked(of) {
+			return of, true
+		}
+	}
+	for _, of := range passed {
+		if l.inOrderLocked(of) {
+			l.unpassLocked(of)
 			return of, true
 		}
 	}
@@ -54,19 +63,29 @@ func (l *Learned) claimLocked(id string) (offer, bool) {
 	return offer{}, false
 }
 
-// dropOfferLocked removes and returns the first offer of id that match
-// selects.
-func (l *Learned) dropOfferLocked(id string, match func(offer) bool) (offer, bool) {
-	offers := l.pending[id]
-	i := slices.IndexFunc(offers, match)
+// unpassLocked takes back the not-follow closeLocked counted for of.
+func (l *Learned) unpassLocked(of offer) {
+	s, b := l.stats[of.key], bucket(of.pos)
+	if s == nil || s.offered[b] < 1 {
+		return // the statistics were restored to before it (revertFirstLocked)
+	}
+	s.offered[b]--
+	s.allOffered--
+}
+
+// dropOfferLocked removes from offers and returns the first offer of id
+// that match selects.
+func dropOfferLocked(offers map[string][]offer, id string, match func(offer) bool) (offer, bool) {
+	list := offers[id]
+	i := slices.IndexFunc(list, match)
 	if i < 0 {
 		return offer{}, false
 	}
-	of := offers[i]
-	if offers = slices.Delete(offers, i, i+1); len(offers) == 0 {
-		delete(l.pending, id)
+	of := list[i]
+	if list = slices.Delete(list, i, i+1); len(list) == 0 {
+		delete(offers, id)
 	} else {
-		l.pending[id] = offers
+		offers[id] = list
 	}
 	return of, true
 }
@@ -90,7 +109,12 @@ func (l *Learned) followLocked(of offer) []string {
 // objects read before at depth d or deeper are not followed: a reader going
 // level by level has left them behind. Without it they would wait the whole
 // horizon to count, and a feed that never reads its friends' friends would
-// look, for that long, like one that might.
+// look, for that long, like one that might. The decision is a forecast: an
+// offer passed by stays in passed until the horizon, and a read that
+// follows its list after all takes the not-follow back (claimLocked). A
+// reader that queues the refs it meets and reads them first in first out
+// (Knafla's pages, an Out-Ref's three pages each) comes back to lists it
+// left; without that, they would count as never followed.
 func (l *Learned) closeLocked(of offer) {
 	kept := l.open[:0]
 	for _, o := range l.open {
@@ -115,10 +139,13 @@ func (l *Learned) closeLocked(of offer) {
 func (l *Learned) closeListsLocked(o *openList) {
 	for _, id := range o.children {
 		// Not a list the application reads: there later refs may still come.
-		if of, ok := l.dropOfferLocked(id, func(of offer) bool {
+		if of, ok := dropOfferLocked(l.pending, id, func(of offer) bool {
 			return of.parent == o.id && l.lists[listKey{o.id, of.key.field}] == nil
 		}); ok {
 			l.decideLocked(of, false)
+			if len(l.passed[id]) < maxOffers {
+				l.passed[id] = append(l.passed[id], of)
+			}
 		}
 	}
 }

@@ -1,6 +1,7 @@
 package prefetch
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -41,4 +42,56 @@ func TestLearnedBranchPassedByOnceIsStillFollowed(t *testing.T) {
 	read(link("b2ln")) // and on down its chain
 	assert.Equal(t, 1, l.Depth("b2l"), "a follow of b2's left")
 	assert.Equal(t, 1.0, l.stats[edgeKey{0, "Branch", "left"}].allFollowed)
+}
+
+// outRef is an object with three lists of one ref each, the entries of
+// pages a reader queues (Knafla's Out-Ref).
+func outRef(id string) *graph.Object {
+	o := &graph.Object{ID: id, Type: "OutRef"}
+	for i := 1; i <= 3; i++ {
+		o.Refs = append(o.Refs, graph.Ref{Field: fmt.Sprint("out", i), ID: fmt.Sprint(id, "e", i)})
+	}
+	return o
+}
+
+// A reader that queues the refs it meets and reads them first in first out
+// leaves lists and comes back to them: a list passed by counts as not
+// followed at once (closeLocked), but a read that follows it later, within
+// the horizon, takes that back and is a follow.
+func TestLearnedListPassedByAndReadLaterIsFollowed(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false) }
+	read(outRef("o"))
+	read(link("oe1")) // the first queued page
+	read(link("oe1n"))
+	read(link("p")) // another walk's start: o's second and third lists are passed by
+	read(link("pn"))
+	out2 := l.stats[edgeKey{0, "OutRef", "out2"}]
+	require.NotNil(t, out2)
+	require.Equal(t, [2]float64{0, 1}, [2]float64{out2.allFollowed, out2.allOffered}, "passed by")
+	read(link("oe2")) // the reader comes back to o's second list
+	read(link("oe2n"))
+	assert.Equal(t, 1, l.Depth("oe2"), "a follow of o's list")
+	assert.Equal(t, [2]float64{1, 1}, [2]float64{out2.allFollowed, out2.allOffered}, "followed, once")
+	out3 := l.stats[edgeKey{0, "OutRef", "out3"}]
+	assert.Equal(t, [2]float64{0, 1}, [2]float64{out3.allFollowed, out3.allOffered}, "the third list is still passed by")
+}
+
+// A list passed by is come back to only within the horizon: beyond it a
+// read of its ref is a direct request, and the not-follow stands.
+func TestLearnedListPassedByIsForgottenAtTheHorizon(t *testing.T) {
+	l := NewLearned(LearnedConfig{Horizon: 8})
+	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false) }
+	read(outRef("o"))
+	read(link("oe1"))
+	read(link("p"))
+	read(link("pn"))
+	for i := range 8 {
+		read(&graph.Object{ID: fmt.Sprint("x", i), Type: "Normal"})
+	}
+	read(link("oe2"))
+	assert.Zero(t, l.Depth("oe2"), "a direct request")
+	out2 := l.stats[edgeKey{0, "OutRef", "out2"}]
+	assert.Equal(t, [2]float64{0, 1}, [2]float64{out2.allFollowed, out2.allOffered})
+	assert.Empty(t, l.passed, "nothing is kept past the horizon")
 }
