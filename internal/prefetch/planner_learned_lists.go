@@ -38,10 +38,13 @@ const maxOffers = 4
 
 // claimLocked takes the offers of id, which is being read, and returns the
 // first of them whose list the read follows, if any: of the lists pending,
-// else of those passed by (closeLocked), whose not-follow is then taken
-// back. The others are dropped: a reader that reads each object once passes
-// it by in them. An offer pending whose list the read does not follow
-// counts as not followed.
+// else of those passed by (closeLocked) whose field is not seen not
+// followed, and then their not-follow is taken back. A ref of a field seen
+// not followed, in a list the reader left, is more likely asked for
+// directly: a profile view of a user who is the first friend of a friend
+// viewed before. The others are dropped: a reader that reads each object
+// once passes it by in them. An offer pending whose list the read does not
+// follow counts as not followed.
 func (l *Learned) claimLocked(id string) (offer, bool) {
 	offers, passed := l.pending[id], l.passed[id]
 	delete(l.pending, id)
@@ -52,7 +55,7 @@ func (l *Learned) claimLocked(id string) (offer, bool) {
 		}
 	}
 	for _, of := range passed {
-		if l.inOrderLocked(of) {
+		if s := l.stats[of.key]; l.inOrderLocked(of) && (s == nil || !seenNotFollowed(s, l.cfg.Prior)) {
 			l.unpassLocked(of)
 			return of, true
 		}

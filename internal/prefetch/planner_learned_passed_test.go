@@ -95,3 +95,22 @@ func TestLearnedListPassedByIsForgottenAtTheHorizon(t *testing.T) {
 	assert.Equal(t, [2]float64{0, 1}, [2]float64{out2.allFollowed, out2.allOffered})
 	assert.Empty(t, l.passed, "nothing is kept past the horizon")
 }
+
+// A list passed by is not come back to through a field seen not followed
+// beyond chance: the first friend of a friend viewed before, read after
+// friends' friends were passed by dozens of times, is a profile view of its
+// own, asked for directly.
+func TestLearnedListPassedByOfAFieldNotFollowedStaysPassed(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false) }
+	read(user("x", 2, "xf"))
+	read(user("xf0", 8, "a"))
+	read(user("xf1", 8, "b"))
+	read(user("y", 1, "yf"))
+	read(user("yf0", 0, "")) // a follow at depth 0: xf0's and xf1's lists are passed by
+	s := l.stats[edgeKey{1, "User", "friends"}]
+	require.Equal(t, [2]float64{0, 16}, [2]float64{s.allFollowed, s.allOffered})
+	read(user("a0", 2, "af")) // xf0's first friend
+	assert.Zero(t, l.Depth("a0"), "a direct request")
+	assert.Equal(t, [2]float64{0, 16}, [2]float64{s.allFollowed, s.allOffered}, "still passed by")
+}
