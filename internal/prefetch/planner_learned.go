@@ -103,14 +103,15 @@ func (c *LearnedConfig) setDefaults() {
 // Evidence: a ref is offered when the object holding it is answered, and
 // followed when the object it points to is requested later, from that list
 // in list order (inOrderLocked); an offer not followed within Horizon
-// requests counts as not followed, and so do the lists a reader going level
-// by level has passed by (closeLocked). A read that could be a list's first
-// follow but goes on with its own lists was a direct request
-// (checkFirstLocked). A position's estimate borrows strength from its
-// field's, and the field's from Prior, so that one read of the first friend
-// already says something about the second; a field nothing is known about
-// at one depth borrows from the depths above when they were read as a
-// tree's (treeLikeLocked).
+// requests counts as not followed, and so, until a later read comes back
+// to them, do the lists a reader going level by level has passed by
+// (closeLocked). A read that could be a list's first follow but goes on with
+// its own lists was a direct request when its field is seen followed less
+// than Prior beyond chance (checkFirstLocked). A position's estimate
+// borrows strength from its field's, and the field's from Prior, so that
+// one read of the first friend already says something about the second; a
+// field nothing is known about at one depth borrows from the depths above
+// when they were read as a tree's (treeLikeLocked).
 type Learned struct {
 	cfg LearnedConfig
 
