@@ -127,8 +127,9 @@ type Scheduler struct {
 	planner Planner
 	chooser Chooser // nil when the planner does not choose object by object
 
-	jobs *queue
-	win  *Window // a slot per speculative origin call in flight
+	jobs  *queue
+	index *triggerIndex // the triggers of the jobs queued and running
+	win   *Window       // a slot per speculative origin call in flight
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when running drops to 0; uses mu
@@ -154,10 +155,11 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{
 		cfg: cfg, fetcher: f, planner: p,
-		jobs: newQueue(cfg.QueueSize),
-		win:  cfg.Window,
-		runs: make(runs),
-		ctx:  ctx, cancel: cancel,
+		jobs:  newQueue(cfg.QueueSize),
+		index: newTriggerIndex(),
+		win:   cfg.Window,
+		runs:  make(runs),
+		ctx:   ctx, cancel: cancel,
 	}
 	s.idle = sync.NewCond(&s.mu)
 	if ch, ok := p.(Chooser); ok {
@@ -212,13 +214,16 @@ func (s *Scheduler) runOne() bool {
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
+		var held []*graph.Object // what preempt left of its triggers
 		if ok {
+			held = r.triggers
 			s.runs.end(r)
 		}
 		if s.running--; s.running == 0 {
 			s.idle.Broadcast()
 		}
 		s.mu.Unlock()
+		s.index.release(held)
 	}()
 	if !ok {
 		return false
@@ -251,7 +256,9 @@ func (s *Scheduler) Idle() {
 // enqueue queues speculative work; speculation never blocks a demand, so a
 // full queue drops its oldest job instead (see queue), counted.
 func (s *Scheduler) enqueue(j job) {
-	if s.jobs.push(j) {
+	s.index.hold(j.triggers)
+	if old, dropped := s.jobs.push(j); dropped {
+		s.index.release(old.triggers)
 		s.cfg.Metrics.Dropped()
 	}
 }
