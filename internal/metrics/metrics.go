@@ -50,7 +50,8 @@ type Set struct {
 	PrefetchWindow      prometheus.Gauge   // speculative origin calls allowed in flight (AIMD)
 	PrefetchShed        prometheus.Counter // speculative origin calls the origin refused RESOURCE_EXHAUSTED
 	PrefetchPreempted   prometheus.Counter // queued jobs a demand miss overtook, dropped
-	PrefetchCancelled   prometheus.Counter // running jobs a demand miss overtook, cancelled
+	PrefetchCancelled   prometheus.Counter // running jobs a demand miss overtook, cancelled (reason overtaken)
+	PrefetchClientGone  prometheus.Counter // queued and running jobs of a connection that ended (reason client_gone)
 
 	// Coherence.
 	StaleFills      prometheus.Counter     // fills refused: older than a change the origin announced
@@ -109,13 +110,15 @@ func New(reg prometheus.Registerer) *Set {
 		PrefetchWindow:      gauge("prefetch_window", "Speculative origin calls allowed in flight now: --prefetch-workers at most, halved when the origin sheds one or demand round trips slow down."),
 		PrefetchShed:        counter("prefetch_shed_total", "Speculative origin calls the origin refused RESOURCE_EXHAUSTED (shed under load); each backs speculation off, none is an error."),
 		PrefetchPreempted:   counter("prefetch_preempted_total", "Queued prefetch jobs dropped because a demand miss overtook them: the application read, uncached, an object their triggers refer to."),
-		PrefetchCancelled:   counter("prefetch_cancelled_total", "Running prefetch jobs cancelled because a demand miss overtook them; their origin calls no demand had joined were cut."),
 		StaleFills:          counter("cache_stale_fills_total", "Fetched copies not cached because the origin had announced a newer version or a deletion."),
 		StaleServed:         counterVec("stale_served_total", "Objects answered stale, by reason: revalidate (stale-while-revalidate) or error (stale-if-error).", "reason"),
 		WatchConnected:      gauge("watch_connected", "Origin change streams established: 1 while the origin's is, else 0 (with several origins, how many are up)."),
 		WatchChanges:        counter("watch_changes_total", "Changes received from the origin's change stream and applied to the cache."),
 		WatchReconnects:     counter("watch_reconnects_total", "Times the origin's change stream was re-established after a break."),
 	}
+	cancelled := counterVec("prefetch_cancelled_total", "Prefetch jobs cancelled, by reason: overtaken (running jobs a demand miss overtook), "+
+		"client_gone (queued or running jobs of a client connection that ended). Their origin calls no demand had joined were cut.", "reason")
+	s.PrefetchCancelled, s.PrefetchClientGone = cancelled.WithLabelValues("overtaken"), cancelled.WithLabelValues("client_gone")
 	s.OriginDatasetChanges = counterVec("origin_dataset_changes_total", "Times an origin reported another dataset identity than before (a new store on the same address); each flushed the cache and reset the change stream's position. By origin route.", "origin")
 	s.Serving = gauge("serving", "1 while the sidecar's health is SERVING (its origin answers health checks), else 0.")
 	s.ServingChanges = counter("serving_changes_total", "Times the sidecar's health went from SERVING to NOT_SERVING or back.")
@@ -125,7 +128,7 @@ func New(reg prometheus.Registerer) *Set {
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
 		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchClamped, s.PrefetchDepth,
-		s.PrefetchWindow, s.PrefetchShed, s.PrefetchPreempted, s.PrefetchCancelled)
+		s.PrefetchWindow, s.PrefetchShed, s.PrefetchPreempted, cancelled)
 	s.newResilience(reg)
 	s.newRoutes(reg)
 	return s

@@ -96,6 +96,9 @@ func (a PrefetchMetrics) Preempted() { a.s.PrefetchPreempted.Inc() }
 // Cancelled counts a running job a demand miss overtook.
 func (a PrefetchMetrics) Cancelled() { a.s.PrefetchCancelled.Inc() }
 
+// ClientGone counts a queued or running job of a client that went.
+func (a PrefetchMetrics) ClientGone() { a.s.PrefetchClientGone.Inc() }
+
 // Coherence returns a Watch stream's collectors for route from s.
 func Coherence(s *metrics.Set, route string) coherence.Metrics {
 	return coherence.Metrics{
