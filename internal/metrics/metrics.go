@@ -50,8 +50,10 @@ type Set struct {
 	PrefetchWindow      prometheus.Gauge   // speculative origin calls allowed in flight (AIMD)
 	PrefetchShed        prometheus.Counter // speculative origin calls the origin refused RESOURCE_EXHAUSTED
 	PrefetchPreempted   prometheus.Counter // queued jobs a demand miss overtook, dropped
-	PrefetchCancelled   prometheus.Counter // running jobs a demand miss overtook, cancelled (reason overtaken)
-	PrefetchClientGone  prometheus.Counter // queued and running jobs of a connection that ended (reason client_gone)
+	// PrefetchCancelled counts jobs cancelled, by reason: overtaken (running
+	// jobs a demand miss overtook), client_gone (queued or running jobs of a
+	// client connection that ended).
+	PrefetchCancelled *prometheus.CounterVec
 
 	// Coherence.
 	StaleFills      prometheus.Counter     // fills refused: older than a change the origin announced
@@ -79,6 +81,12 @@ type Set struct {
 	OriginBreakerRejections *prometheus.CounterVec // rpc
 	OriginMalformed         *prometheus.CounterVec // problem (Malformed* constants)
 }
+
+// The reasons of lookahead_prefetch_cancelled_total.
+const (
+	CancelledOvertaken  = "overtaken"   // a running job a demand miss overtook
+	CancelledClientGone = "client_gone" // a queued or running job of a client that went
+)
 
 // New creates the collectors and registers them on reg.
 func New(reg prometheus.Registerer) *Set {
@@ -116,9 +124,11 @@ func New(reg prometheus.Registerer) *Set {
 		WatchChanges:        counter("watch_changes_total", "Changes received from the origin's change stream and applied to the cache."),
 		WatchReconnects:     counter("watch_reconnects_total", "Times the origin's change stream was re-established after a break."),
 	}
-	cancelled := counterVec("prefetch_cancelled_total", "Prefetch jobs cancelled, by reason: overtaken (running jobs a demand miss overtook), "+
+	s.PrefetchCancelled = counterVec("prefetch_cancelled_total", "Prefetch jobs cancelled, by reason: overtaken (running jobs a demand miss overtook), "+
 		"client_gone (queued or running jobs of a client connection that ended). Their origin calls no demand had joined were cut.", "reason")
-	s.PrefetchCancelled, s.PrefetchClientGone = cancelled.WithLabelValues("overtaken"), cancelled.WithLabelValues("client_gone")
+	for _, r := range []string{CancelledOvertaken, CancelledClientGone} {
+		s.PrefetchCancelled.WithLabelValues(r) // shown at 0 before the first
+	}
 	s.OriginDatasetChanges = counterVec("origin_dataset_changes_total", "Times an origin reported another dataset identity than before (a new store on the same address); each flushed the cache and reset the change stream's position. By origin route.", "origin")
 	s.Serving = gauge("serving", "1 while the sidecar's health is SERVING (its origin answers health checks), else 0.")
 	s.ServingChanges = counter("serving_changes_total", "Times the sidecar's health went from SERVING to NOT_SERVING or back.")
@@ -128,7 +138,7 @@ func New(reg prometheus.Registerer) *Set {
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
 		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchClamped, s.PrefetchDepth,
-		s.PrefetchWindow, s.PrefetchShed, s.PrefetchPreempted, cancelled)
+		s.PrefetchWindow, s.PrefetchShed, s.PrefetchPreempted, s.PrefetchCancelled)
 	s.newResilience(reg)
 	s.newRoutes(reg)
 	return s

@@ -11,6 +11,7 @@ import (
 
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
 
 // readAs makes one demand of c through the rig and returns its status.
@@ -36,14 +37,14 @@ func TestGoneClientsQueuedJobsAreDropped(t *testing.T) {
 	readAs(t, r, a, "p")
 	readAs(t, r, b, "q")
 	r.engine.s.Gone(a)
-	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchClientGone), "a's job, dropped at once")
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledClientGone)), "a's job, dropped at once")
 	assert.Equal(t, 1, r.engine.s.jobs.len(), "b's job waits")
 
 	close(fo.Release)
 	idle(t, r)
 	assert.Equal(t, -1, askedAt(fo, "p.1"), "a's job never ran")
 	assert.NotEqual(t, -1, askedAt(fo, "q.1"), "b's did")
-	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchCancelled), "nothing was overtaken")
+	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledOvertaken)), "nothing was overtaken")
 	assert.Empty(t, r.engine.s.index.held, "the dropped job let go of its triggers")
 }
 
@@ -59,7 +60,7 @@ func TestGoneClientsRunningJobIsCut(t *testing.T) {
 	readAs(t, r, a, "p")
 	<-fo.Started // a's job is at the origin for p.1
 	r.engine.s.Gone(a)
-	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchClientGone))
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledClientGone)))
 	idle(t, r) // Release is never closed: only the cut call lets the job end
 	_, held := r.cache.Peek("p.1")
 	assert.False(t, held, "the cut prefetch brought nothing")
@@ -85,7 +86,7 @@ func TestGoneClientsJobKeepsACallADemandJoined(t *testing.T) {
 	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 1 }, 10*time.Second, time.Millisecond,
 		"b's demand for p.1 joins a's prefetch")
 	r.engine.s.Gone(a)
-	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchClientGone), "a's job is cancelled all the same")
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledClientGone)), "a's job is cancelled all the same")
 
 	close(fo.Release)
 	assert.Equal(t, StatusJoined, <-joined)
@@ -120,6 +121,6 @@ func TestGoneClientsLateJobsAreDropped(t *testing.T) {
 	idle(t, r)
 	assert.Equal(t, -1, askedAt(fo, "p.1"))
 	assert.Equal(t, -1, askedAt(fo, "q.1"), "the late job was dropped, not run")
-	assert.Equal(t, 2.0, testutil.ToFloat64(r.m.PrefetchClientGone), "the refused job and the late one")
+	assert.Equal(t, 2.0, testutil.ToFloat64(r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledClientGone)), "the refused job and the late one")
 	assert.Empty(t, s.index.held, "the late job let go of its triggers")
 }
