@@ -75,7 +75,7 @@ type Expansion struct {
 	level    int                      // the level being received; lower ones are complete
 	finished bool
 	err      error
-	changed  chan struct{} // closed and replaced whenever a level completes
+	changed  chan struct{} // closed and replaced at every message and whenever a level completes
 	dropped  int           // objects received that the walk did not expect
 	ahead    *readAhead    // a walk's bound on what it holds for the walk; nil = none
 }
@@ -212,15 +212,37 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 // receive handles one message of the stream: level's objects and missing ids.
 // The refs of the objects are claimed before the objects enter the cache, so
 // that whoever reads one there and looks below it finds its children in
-// flight; level's own claims are released after, at the next level.
+// flight; level's own claims are released after, at the next level. The
+// cache is filled without x.mu held, so that a walk sends the message's
+// objects on meanwhile (see walk.stream), and before any level is
+// completed, so that whoever its claims release finds them there.
 func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) error {
+	objs, missing, err := x.record(level, objs, missing)
+	if err != nil {
+		return err
+	}
+	x.f.fill(objs, missing, x.speculative, x.since)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	x.settle()
+	x.wake()
+	if x.awaited() == 0 {
+		return graph.ErrStop // everything expected has arrived: stop reading
+	}
+	return nil
+}
+
+// record checks a message and records what it brings that the expansion
+// awaits, returning that (kept), claims the refs to follow, and wakes those
+// waiting for the expansion to change.
+func (x *Expansion) record(level int, objs []*graph.Object, missing []string) (kept []*graph.Object, absentIDs []string, err error) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if level < x.level && len(objs) == 0 && len(missing) == 0 {
-		return nil // an empty message for a level already complete
+		return nil, nil, nil // an empty message for a level already complete
 	}
 	if level < x.level || level > x.level+1 || level > x.budget.Depth {
-		return fmt.Errorf("%w: level %d after level %d, depth %d", ErrMalformedExpand, level, x.level, x.budget.Depth)
+		return nil, nil, fmt.Errorf("%w: level %d after level %d, depth %d", ErrMalformedExpand, level, x.level, x.budget.Depth)
 	}
 	for x.level < level {
 		x.advance()
@@ -241,21 +263,16 @@ func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) e
 		}
 		next = x.follow(level, o, next)
 	}
-	kept := missing[:0:0]
 	for _, id := range missing {
 		if x.awaits(id) {
 			x.ids.Record(id, absent)
 			x.left[level]--
-			kept = append(kept, id)
+			absentIDs = append(absentIDs, id)
 		}
 	}
 	x.claim(level+1, next)
-	x.f.fill(objs, kept, x.speculative, x.since)
-	x.settle()
-	if x.awaited() == 0 {
-		return graph.ErrStop // everything expected has arrived: stop reading
-	}
-	return nil
+	x.wake() // a walk sends on what has arrived (see walk.stream)
+	return objs, absentIDs, nil
 }
 
 // expected keeps the objects of objs that the walk scheduled and has not
@@ -311,8 +328,7 @@ func (x *Expansion) complete(level int, err error) {
 		x.f.flights.release(b)
 	}
 	delete(x.claims, level)
-	close(x.changed)
-	x.changed = make(chan struct{})
+	x.wake()
 }
 
 // finish ends the expansion: the level being received is complete (or
@@ -324,6 +340,12 @@ func (x *Expansion) finish(err error) {
 		x.complete(level, err)
 	}
 	x.finished, x.err = true, err
+	x.wake()
+}
+
+// wake wakes those waiting for the expansion to change. Called with x.mu
+// held.
+func (x *Expansion) wake() {
 	close(x.changed)
 	x.changed = make(chan struct{})
 }
