@@ -80,9 +80,13 @@ type Expansion struct {
 	ahead    *readAhead    // a walk's bound on what it holds for the walk; nil = none
 }
 
-// NewExpansion claims roots for an Expand with budget b. Roots already in
-// flight are not expanded again: the caller waits for them with JoinedRoots,
-// and the Expand (Run) asks for the others only. Roots the cache holds are
+// NewExpansion claims roots for an Expand with budget b. Roots another
+// Expand is bringing are not expanded again: the caller waits for them with
+// JoinedRoots, and the Expand (Run) asks for the others only. So are those
+// a BatchGet is bringing for a demanded expansion; a speculative one asks
+// for them too, since waiting for the BatchGet would fetch what lies below
+// them a round trip later (a navigation that reads faster than the
+// speculation its reads schedule would wait twice per Expand). Roots the cache holds are
 // walked through, not fetched: a caller passes a whole level, held objects
 // included, so that one Expand covers all that lies below it. A speculative
 // expansion fills the prefetch tier, a demanded one the main tier.
@@ -194,9 +198,11 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	if len(fresh) == 0 {
 		return nil
 	}
-	joins, own := x.f.flights.claim(fresh, len(fresh), x.guard)
+	// A speculative expansion's roots that a BatchGet is bringing are asked
+	// for again rather than joined, as ids below the roots are: the origin
+	// sends what lies below them in the same round trip.
+	joins, _, own := x.f.flights.claimExpand(fresh, x.guard, level == 0 && x.speculative)
 	for _, b := range own {
-		b.call.partial = true
 		if !x.speculative {
 			b.call.delivered = x.delivered
 			continue
