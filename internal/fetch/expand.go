@@ -3,7 +3,6 @@ package fetch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -78,6 +77,14 @@ type Expansion struct {
 	changed  chan struct{} // closed and replaced at every message and whenever a level completes
 	dropped  int           // objects received that the walk did not expect
 	ahead    *readAhead    // a walk's bound on what it holds for the walk; nil = none
+	// async (a walk's expansion) has Run start a settler, which fills the
+	// cache and completes levels beside the stream's reader; without one,
+	// receive does. deferring is set within record, where completing
+	// collects the levels it completes.
+	async      bool
+	settler    *settler
+	deferring  bool
+	completing []int
 }
 
 // NewExpansion claims roots for an Expand with budget b. Roots another
@@ -160,7 +167,13 @@ func (x *Expansion) Run(ctx context.Context) error {
 			return x.ahead.pace(ctx, x, level)
 		}
 	}
+	if x.async {
+		x.settler = x.startSettler()
+	}
 	err := x.f.expander.Expand(ctx, x.roots, x.knownList(), x.budget, receive)
+	if x.settler != nil {
+		x.settler.stop() // all received is in the cache, its levels complete
+	}
 	if errors.Is(err, graph.ErrStop) {
 		err = nil
 	}
@@ -213,72 +226,6 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	}
 	x.claims[level] = append(x.claims[level], own...)
 	return joins
-}
-
-// receive handles one message of the stream: level's objects and missing ids.
-// The refs of the objects are claimed before the objects enter the cache, so
-// that whoever reads one there and looks below it finds its children in
-// flight; level's own claims are released after, at the next level. The
-// cache is filled without x.mu held, so that a walk sends the message's
-// objects on meanwhile (see walk.stream), and before any level is
-// completed, so that whoever its claims release finds them there.
-func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) error {
-	objs, missing, err := x.record(level, objs, missing)
-	if err != nil {
-		return err
-	}
-	x.f.fill(objs, missing, x.speculative, x.since)
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	x.settle()
-	x.wake()
-	if x.awaited() == 0 {
-		return graph.ErrStop // everything expected has arrived: stop reading
-	}
-	return nil
-}
-
-// record checks a message and records what it brings that the expansion
-// awaits, returning that (kept), claims the refs to follow, and wakes those
-// waiting for the expansion to change.
-func (x *Expansion) record(level int, objs []*graph.Object, missing []string) (kept []*graph.Object, absentIDs []string, err error) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if level < x.level && len(objs) == 0 && len(missing) == 0 {
-		return nil, nil, nil // an empty message for a level already complete
-	}
-	if level < x.level || level > x.level+1 || level > x.budget.Depth {
-		return nil, nil, fmt.Errorf("%w: level %d after level %d, depth %d", ErrMalformedExpand, level, x.level, x.budget.Depth)
-	}
-	for x.level < level {
-		x.advance()
-	}
-	objs = x.expected(level, objs)
-	if x.ahead != nil {
-		x.ahead.count(x, objs)
-	}
-	var next []string
-	for _, o := range objs {
-		if x.speculative {
-			x.ids.Record(o.ID, &graph.Object{ID: o.ID, Version: o.Version, Refs: o.Refs})
-			if _, claimed := x.owned[o.ID]; claimed {
-				x.owned[o.ID] = o
-			}
-		} else {
-			x.ids.Record(o.ID, o)
-		}
-		next = x.follow(level, o, next)
-	}
-	for _, id := range missing {
-		if x.awaits(id) {
-			x.ids.Record(id, absent)
-			x.left[level]--
-			absentIDs = append(absentIDs, id)
-		}
-	}
-	x.claim(level+1, next)
-	x.wake() // a walk sends on what has arrived (see walk.stream)
-	return objs, absentIDs, nil
 }
 
 // expected keeps the objects of objs that the walk scheduled and has not

@@ -113,6 +113,7 @@ func (w *walk) expand(xctx context.Context, st graph.Step) {
 	// Roots another fetch is bringing are left to demand below; held ones
 	// are walked through.
 	x := w.f.NewExpansion(st.IDs, w.plan.Rest(st, w.budget), false)
+	x.async = true
 	if w.ahead > 0 {
 		x.ahead = &readAhead{limit: w.ahead, room: make(chan struct{})}
 	}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -108,4 +109,38 @@ func isKnown(known []*graph.Object, id string) bool {
 		}
 	}
 	return false
+}
+
+// A demand for an object a walk's Expand is bringing waits for it rather
+// than asking the origin again, and once it has it, so does the cache: the
+// Expand's settler puts a message's objects in the cache before it
+// releases those waiting for them.
+func TestWalksExpandAnswersADemandItBrings(t *testing.T) {
+	objs := fetchtest.Tree(t, 2, 3) // a root, its 2 children, their 4
+	kid := objs[0].Refs[0].ID
+	fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(objs),
+		Gate: map[int]chan struct{}{1: make(chan struct{})}, Paused: make(chan int, 1)}
+	r := newRig(t, fx, Config{}, cache.Config{})
+	walked := make(chan error, 1)
+	go func() {
+		_, err := r.f.Walk(context.Background(), []string{objs[0].ID}, graph.Budget{Depth: 2}, 1<<20, func(int, []Result) error { return nil })
+		walked <- err
+	}()
+	require.Equal(t, 1, <-fx.Paused, "the origin sent the root and holds its children")
+	got := make(chan *Result, 1)
+	go func() {
+		res, err := r.get(t, kid)
+		assert.NoError(t, err)
+		_, cached := r.c.Peek(kid)
+		assert.True(t, cached, "in the cache by the time the demand has it")
+		got <- res
+	}()
+	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) > 0 }, 10*time.Second, time.Millisecond)
+	close(fx.Gate[1])
+	res := <-got
+	require.NotNil(t, res)
+	assert.Equal(t, kid, res.Object.ID)
+	assert.Equal(t, StatusJoined, res.Status)
+	require.NoError(t, <-walked)
+	assert.Zero(t, fx.Calls(), "no BatchGet: the demand waited for the Expand")
 }
