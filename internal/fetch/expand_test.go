@@ -77,3 +77,60 @@ func pins(o *graph.Object, wires map[string][]byte) bool {
 	}
 	return false
 }
+
+// A speculative expansion whose root a demand's BatchGet is bringing asks
+// the origin for it too, and so gets what lies below it in the same round
+// trip; a demanded expansion joins the BatchGet, as it did.
+func TestSpeculativeExpansionRidesABatchGetsRoot(t *testing.T) {
+	for _, speculative := range []bool{true, false} {
+		fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(fetchtest.Tree(t, 2, 3))}
+		fx.Block["task-0"] = true
+		r := newRig(t, fx, Config{}, cache.Config{})
+		got := make(chan error, 1)
+		go func() {
+			_, err := r.f.Get(context.Background(), []string{"task-0"})
+			got <- err
+		}()
+		<-fx.Started // the demand's BatchGet is in flight
+		x := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 2}, speculative)
+		if speculative {
+			assert.Empty(t, x.joins, "not joined: asked for again")
+			require.NoError(t, x.Run(context.Background()))
+			assert.Equal(t, 1, fx.ExpandCalls())
+			assert.Equal(t, 1, fx.SentIDs()["task-0"])
+			for _, id := range []string{"task-0.1", "task-0.6"} {
+				o, known := r.c.Peek(id)
+				assert.True(t, known && o != nil, "%s below the root came with the Expand, before the BatchGet returned", id)
+			}
+		} else {
+			assert.Contains(t, x.joins, r.f.flights.calls["task-0"], "a walk waits for the BatchGet")
+			require.NoError(t, x.Run(context.Background()))
+			assert.Zero(t, fx.ExpandCalls(), "nothing else to ask for")
+		}
+		close(fx.Release)
+		require.NoError(t, <-got)
+	}
+}
+
+// A speculative expansion joins a root another Expand is bringing: that one
+// brings what lies below it too. The flights table tells the two kinds of
+// call apart.
+func TestSpeculativeExpansionJoinsAnExpandsRoot(t *testing.T) {
+	fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(fetchtest.Tree(t, 2, 3)),
+		Gate: map[int]chan struct{}{0: make(chan struct{})}, Paused: make(chan int, 1)}
+	r := newRig(t, fx, Config{}, cache.Config{})
+	first := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 2}, true)
+	ran := make(chan error, 1)
+	go func() { ran <- first.Run(context.Background()) }()
+	<-fx.Paused // the first Expand is in flight, its root not sent yet
+	second := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 2}, true)
+	assert.Len(t, second.joins, 1, "joined the first Expand's root")
+	assert.Empty(t, second.roots, "nothing left to ask the origin for")
+	close(fx.Gate[0])
+	require.NoError(t, <-ran)
+	require.NoError(t, second.Run(context.Background()))
+	objs, err := second.JoinedRoots(context.Background())
+	require.NoError(t, err)
+	require.Len(t, objs, 1)
+	assert.Equal(t, 1, fx.ExpandCalls())
+}

@@ -13,7 +13,9 @@ type call struct {
 	speculative bool
 	guard       *guard // a speculative call's: whether it may still be cancelled
 	// partial: an id absent from objs was not delivered (an Expand's budget
-	// ran out), rather than found not to exist; its waiters fetch it.
+	// ran out), rather than found not to exist; its waiters fetch it. Set
+	// before the call is in the flights table, read under flights.mu or
+	// once done is closed.
 	partial bool
 	objs    map[string]*graph.Object
 	// delivered, when set, answers for objs: a demanded expansion's own
@@ -80,14 +82,38 @@ func newFlights(batchSize, slots int) *flights {
 // claim splits ids into those already in flight (grouped by the call that
 // will deliver them) and new batches of at most batchSize ids that the
 // caller now owns and must finish with release. Speculative claims (g
-// guards their fetch) and Expand claims (g nil for a demand's) use it; the
-// caller holds whatever limits its concurrency.
+// guards their fetch) use it; the caller holds whatever limits its
+// concurrency.
 func (f *flights) claim(ids []string, batchSize int, g *guard) (joins map[*call][]string, own []*batch) {
+	joins, _, own = f.claimAll(ids, batchSize, g, false, false)
+	return joins, own
+}
+
+// claimExpand is claim for the ids an Expand expects at one level (g nil
+// for a demand's), in one batch. Its calls are partial: an id the Expand's
+// budget did not reach is not delivered. With ride (a speculative Expand's
+// roots), ids a plain BatchGet is bringing are neither joined nor claimed
+// but returned in ride, for the Expand to ask the origin for them as well:
+// a BatchGet brings nothing below them, so that joining it would fetch
+// what lies below a round trip later, after it returns. Ids another
+// Expand is bringing are joined all the same: it brings what lies below.
+func (f *flights) claimExpand(ids []string, g *guard, ride bool) (joins map[*call][]string, rode []string, own []*batch) {
+	return f.claimAll(ids, len(ids), g, true, ride)
+}
+
+// claimAll is claim and claimExpand: partial marks the new calls as an
+// Expand's before another claim can find them (call.partial is read under
+// mu), ride leaves ids a plain BatchGet brings to the caller.
+func (f *flights) claimAll(ids []string, batchSize int, g *guard, partial, ride bool) (joins map[*call][]string, rode []string, own []*batch) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var cur *batch
 	for _, id := range ids {
 		if c, ok := f.calls[id]; ok && c.joinable() {
+			if ride && !c.partial {
+				rode = append(rode, id)
+				continue
+			}
 			if g == nil {
 				c.demand()
 			}
@@ -96,12 +122,13 @@ func (f *flights) claim(ids []string, batchSize int, g *guard) (joins map[*call]
 		}
 		if cur == nil || len(cur.ids) == batchSize {
 			cur = &batch{call: newGuarded(g)}
+			cur.call.partial = partial
 			own = append(own, cur)
 		}
 		cur.ids = append(cur.ids, id)
 		f.calls[id] = cur.call
 	}
-	return joins, own
+	return joins, rode, own
 }
 
 // claimDemand is claim for a demand. Ids not in flight go, in this order,

@@ -114,3 +114,21 @@ func TestLearnedListPassedByOfAFieldNotFollowedStaysPassed(t *testing.T) {
 	assert.Zero(t, l.Depth("a0"), "a direct request")
 	assert.Equal(t, [2]float64{0, 16}, [2]float64{s.allFollowed, s.allOffered}, "still passed by")
 }
+
+// A list passed by is come back to in list order only, as one pending is:
+// a read far down it, its first refs unread, is asked for by other means.
+func TestLearnedListPassedByIsComeBackToInOrder(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false) }
+	q := &graph.Object{ID: "q", Type: "Queue", Refs: []graph.Ref{{Field: "next", ID: "qn"}}}
+	for i := range 4 {
+		q.Refs = append(q.Refs, graph.Ref{Field: "items", ID: fmt.Sprint("i", i)})
+	}
+	read(q)
+	read(link("qn"))
+	read(link("p")) // another walk's start: q's items are passed by
+	read(link("pn"))
+	require.NotEmpty(t, l.passed["i2"])
+	read(link("i2")) // the third item, the first two unread
+	assert.Zero(t, l.Depth("i2"), "not a follow of q's items")
+}

@@ -37,6 +37,7 @@ type Metrics interface {
 	Shed()        // a speculative origin call the origin refused RESOURCE_EXHAUSTED
 	Preempted()   // a queued speculative job a demand miss overtook (see overtake)
 	Cancelled()   // a running speculative job a demand miss overtook
+	ClientGone()  // a speculative job, queued or running, of a client that went (see Client)
 }
 
 // Mode selects whether the scheduler speculates.
@@ -110,8 +111,9 @@ type job struct {
 	triggers []*graph.Object
 	budget   graph.Budget
 	refresh  []string
-	capped   bool // budget.MaxObjects is tierCap's, lower than the planner's
-	chance   bool // expand by the chooser's probabilities, budget.MaxObjects objects at most
+	capped   bool    // budget.MaxObjects is tierCap's, lower than the planner's
+	chance   bool    // expand by the chooser's probabilities, budget.MaxObjects objects at most
+	client   *Client // whom it was scheduled for; nil: nobody's (a refresh)
 }
 
 // Scheduler runs speculation: after each demand it asks its planner how far
@@ -127,8 +129,9 @@ type Scheduler struct {
 	planner Planner
 	chooser Chooser // nil when the planner does not choose object by object
 
-	jobs *queue
-	win  *Window // a slot per speculative origin call in flight
+	jobs  *queue
+	index *triggerIndex // the triggers of the jobs queued and running
+	win   *Window       // a slot per speculative origin call in flight
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when running drops to 0; uses mu
@@ -154,10 +157,11 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{
 		cfg: cfg, fetcher: f, planner: p,
-		jobs: newQueue(cfg.QueueSize),
-		win:  cfg.Window,
-		runs: make(runs),
-		ctx:  ctx, cancel: cancel,
+		jobs:  newQueue(cfg.QueueSize),
+		index: newTriggerIndex(),
+		win:   cfg.Window,
+		runs:  make(runs),
+		ctx:   ctx, cancel: cancel,
 	}
 	s.idle = sync.NewCond(&s.mu)
 	if ch, ok := p.(Chooser); ok {
@@ -205,23 +209,32 @@ func (s *Scheduler) runOne() bool {
 	s.mu.Lock()
 	s.running++
 	j, ok := s.jobs.pop()
+	gone := ok && j.goneFor()
 	var r *run
-	if ok { // under mu, so that preempt finds the job queued or running
+	if ok && !gone { // under mu, so that preempt and Gone find the job queued or running
 		r = s.runs.start(s.ctx, j)
 	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
-		if ok {
+		var held []*graph.Object // what preempt left of its triggers
+		if gone {
+			held = j.triggers
+		} else if ok {
+			held = r.triggers
 			s.runs.end(r)
 		}
 		if s.running--; s.running == 0 {
 			s.idle.Broadcast()
 		}
 		s.mu.Unlock()
+		s.index.release(held)
 	}()
-	if !ok {
-		return false
+	if gone {
+		s.cfg.Metrics.ClientGone()
+	}
+	if !ok || gone {
+		return ok
 	}
 	switch {
 	case len(j.refresh) > 0:
@@ -251,7 +264,13 @@ func (s *Scheduler) Idle() {
 // enqueue queues speculative work; speculation never blocks a demand, so a
 // full queue drops its oldest job instead (see queue), counted.
 func (s *Scheduler) enqueue(j job) {
-	if s.jobs.push(j) {
+	if j.goneFor() { // its connection ended while the request was answered
+		s.cfg.Metrics.ClientGone()
+		return
+	}
+	s.index.hold(j.triggers)
+	if old, dropped := s.jobs.push(j); dropped {
+		s.index.release(old.triggers)
 		s.cfg.Metrics.Dropped()
 	}
 }
@@ -260,8 +279,9 @@ func (s *Scheduler) enqueue(j job) {
 // what the demand read from the origin or a prefetch (and below hits, when
 // the request asked for a prefetch: a request that asks gets it, cached or
 // not), and the refresh of what was answered stale; with a chooser, it hands
-// it what the request read instead (see choose).
-func (s *Scheduler) After(a *fetch.Answer, h Hint) {
+// it what the request read instead (see choose). The expansion is for the
+// Client of ctx (see WithClient), the refresh for whoever reads next.
+func (s *Scheduler) After(ctx context.Context, a *fetch.Answer, h Hint) {
 	if m := missed(a); m != nil {
 		s.preempt(m)
 	}
@@ -269,7 +289,7 @@ func (s *Scheduler) After(a *fetch.Answer, h Hint) {
 		s.enqueue(job{refresh: a.Revalidate})
 	}
 	if s.chooser != nil && !h.Given() {
-		s.choose(a)
+		s.choose(ctx, a)
 		return
 	}
 	var follow []*graph.Object
@@ -285,41 +305,12 @@ func (s *Scheduler) After(a *fetch.Answer, h Hint) {
 			follow = append(follow, r.Object)
 		}
 	}
-	s.schedule(follow, h)
+	s.schedule(ctx, follow, h)
 }
 
-// choose hands what a request read to the chooser and queues an expansion
-// below every object it read, and below the objects whose lists it read
-// from: their next refs became likelier.
-func (s *Scheduler) choose(a *fetch.Answer) {
-	objs := make([]*graph.Object, 0, len(a.Results))
-	waited := false // for the origin: a miss, or a join of a fetch in flight
-	for _, r := range a.Results {
-		objs = append(objs, r.Object)
-		waited = waited || r.Status == fetch.StatusMiss || r.Status == fetch.StatusJoined
-	}
-	parents := s.chooser.Read(objs, waited)
-	if s.cfg.Mode == ModeOff {
-		return
-	}
-	roots := objs
-	for _, id := range parents {
-		if o, known := s.fetcher.Peek(id); known && o != nil {
-			roots = append(roots, o)
-		}
-	}
-	if len(roots) == 0 {
-		return
-	}
-	_, max := s.chooser.Limits()
-	if c := s.tierCap(); c > 0 && c < max {
-		max = c
-	}
-	s.enqueue(job{roots: roots, triggers: objs, budget: graph.Budget{MaxObjects: max}, chance: true})
-}
-
-// schedule queues the speculative expansion below roots.
-func (s *Scheduler) schedule(roots []*graph.Object, h Hint) {
+// schedule queues the speculative expansion below roots for the Client of
+// ctx.
+func (s *Scheduler) schedule(ctx context.Context, roots []*graph.Object, h Hint) {
 	if len(roots) == 0 || s.cfg.Mode == ModeOff {
 		return
 	}
@@ -330,7 +321,7 @@ func (s *Scheduler) schedule(roots []*graph.Object, h Hint) {
 	if b.Depth <= 0 {
 		return
 	}
-	j := job{roots: roots, triggers: roots, budget: b}
+	j := job{roots: roots, triggers: roots, budget: b, client: ClientOf(ctx)}
 	if c := s.tierCap(); c > 0 && (b.MaxObjects == 0 || b.MaxObjects > c) {
 		j.budget.MaxObjects, j.capped = c, true
 	}
@@ -356,10 +347,11 @@ func (s *Scheduler) tierCap() int {
 
 type nopMetrics struct{}
 
-func (nopMetrics) Dropped()   {}
-func (nopMetrics) Clamped()   {}
-func (nopMetrics) Depth(int)  {}
-func (nopMetrics) Window(int) {}
-func (nopMetrics) Shed()      {}
-func (nopMetrics) Preempted() {}
-func (nopMetrics) Cancelled() {}
+func (nopMetrics) Dropped()    {}
+func (nopMetrics) Clamped()    {}
+func (nopMetrics) Depth(int)   {}
+func (nopMetrics) Window(int)  {}
+func (nopMetrics) Shed()       {}
+func (nopMetrics) Preempted()  {}
+func (nopMetrics) Cancelled()  {}
+func (nopMetrics) ClientGone() {}
