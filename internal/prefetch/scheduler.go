@@ -21,6 +21,7 @@ type Fetcher interface {
 	// Speculate fetches ids into the prefetch tier.
 	Speculate(ctx context.Context, ids []string) ([]*graph.Object, error)
 	NewExpansion(roots []string, b graph.Budget, speculative bool) *fetch.Expansion
+	NewExpansionAhead(roots []string, b graph.Budget) *fetch.Expansion
 	Peek(id string) (*graph.Object, bool)
 	CanExpand() bool
 	BatchSize() int
@@ -110,8 +111,9 @@ type job struct {
 	triggers []*graph.Object
 	budget   graph.Budget
 	refresh  []string
-	capped   bool // budget.MaxObjects is tierCap's, lower than the planner's
-	chance   bool // expand by the chooser's probabilities, budget.MaxObjects objects at most
+	capped   bool     // budget.MaxObjects is tierCap's, lower than the planner's
+	chance   bool     // expand by the chooser's probabilities, budget.MaxObjects objects at most
+	ahead    []string // ids a demand caught up with speculation at (see CaughtUp)
 }
 
 // Scheduler runs speculation: after each demand it asks its planner how far
@@ -226,6 +228,8 @@ func (s *Scheduler) runOne() bool {
 	switch {
 	case len(j.refresh) > 0:
 		_, _ = s.fetcher.Fetch(r.ctx, j.refresh) // a failure leaves the stale copy
+	case len(j.ahead) > 0:
+		s.expandAhead(r.ctx, j)
 	case j.chance:
 		s.expandChances(r.ctx, j)
 	default:
