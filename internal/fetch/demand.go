@@ -34,7 +34,7 @@ func (f *Fetcher) demand(ctx context.Context, ids []string) (map[string]Result, 
 		joins, own := f.flights.claimDemand(retry)
 		f.countJoins(joins)
 		if round == 0 {
-			f.tellCaughtUp(joins)
+			f.tellCaughtUp(ctx, joins)
 		}
 		f.sendAll(ctx, own)
 		if err := collect(own, out); err != nil {
@@ -86,7 +86,7 @@ func (f *Fetcher) send(ctx context.Context, b *batch) {
 
 // tellCaughtUp tells OnCaughtUp's function of the ids a demand joined
 // speculative fetches for, if any.
-func (f *Fetcher) tellCaughtUp(joins map[*call][]string) {
+func (f *Fetcher) tellCaughtUp(ctx context.Context, joins map[*call][]string) {
 	fn := f.caughtUp.Load()
 	if fn == nil {
 		return
@@ -98,7 +98,7 @@ func (f *Fetcher) tellCaughtUp(joins map[*call][]string) {
 		}
 	}
 	if len(ids) > 0 {
-		(*fn)(ids)
+		(*fn)(ctx, ids)
 	}
 }
 

@@ -168,7 +168,7 @@ func TestDemandTellsWhenItCaughtUpWithSpeculation(t *testing.T) {
 	fx.Block["task-0.3"] = true
 	r := newRig(t, fx, Config{}, cache.Config{})
 	told := make(chan []string, 4)
-	r.f.OnCaughtUp(func(ids []string) { told <- ids })
+	r.f.OnCaughtUp(func(_ context.Context, ids []string) { told <- ids })
 	x := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 1}, true)
 	ran := make(chan error, 1)
 	go func() { ran <- x.Run(context.Background()) }()

@@ -21,7 +21,8 @@ import (
 // ahead of the last level fetched, not of the last level read). The roots
 // are asked for again (fetch.NewExpansionAhead), with what the fetch in
 // flight brings below them. The chooser plans its own distance ahead
-// (Chooser.Ahead); it is not told.
+// (Chooser.Ahead); it is not told. The sidecar tells it of near-cache
+// subscribers' demands only (server.NearReaders).
 func (s *Scheduler) CaughtUp(ids []string) {
 	if s.chooser != nil || s.cfg.Mode != ModeStatic || len(ids) == 0 {
 		return
