@@ -141,7 +141,7 @@ type Fetcher struct {
 	expander Expander // nil when the origin cannot expand
 	cache    *cache.Cache
 	flights  *flights
-	noExpand atomic.Bool                        // set once the origin answered UNIMPLEMENTED
+	noExpand atomic.Bool                                     // set once the origin answered UNIMPLEMENTED
 	caughtUp atomic.Pointer[func(context.Context, []string)] // see OnCaughtUp
 
 	// fetchedBytes and fetchedObjects total every object filled from the
