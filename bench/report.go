@@ -248,13 +248,13 @@ func (r *reporter) w3(res *w3Result) {
 	fmt.Fprintf(&b, "%d cached objects with %d-byte payloads; a Go load generator calls Get on random ids from N goroutines "+
 		"over one gRPC ClientConn for %v per point (after an unrecorded warm-up of a tenth of that), %d repetitions, the servers interleaved "+
 		"(order rotated every repetition); medians. Ratios are taken within each repetition, then their median. "+
-		"Sidecar: `--prefetch-mode off`, objects loaded and re-read until every one is a hit; its hit ratio during the measurements "+
+		"Sidecar: `--prefetch-mode %s`, objects loaded and re-read until every one is a hit; its hit ratio during the measurements "+
 		"(lookahead_cache_hits_total ÷ hits + misses): %s; the rows \"sidecar\" dial its TCP loopback listener, \"sidecar, unix socket\" the same process "+
 		"through its --unix-socket, as an application in the same pod can through a shared volume. gRPC floor: a bare grpc-go server answering the same Get method "+
 		"(lookahead.v1.SidecarService) from a Go map of the same objects (bench/floor, a separate process). redis: redis-server GET of the "+
 		"same objects proto-encoded, go-redis with a pool as large as the concurrency (a redis connection carries one request at a time), "+
 		"values decoded. The origin (round trip %s) is not on this path.\n\n",
-		c.Objects, w3Payload, c.Duration, c.Reps, fmtPct(res.HitRatio), fmtMS(res.RTT))
+		c.Objects, w3Payload, c.Duration, c.Reps, c.prefetchMode(), fmtPct(res.HitRatio), fmtMS(res.RTT))
 	hit, walk := res.tables()
 	b.WriteString(r.addTable(hit))
 	fmt.Fprintf(&b, "\nWarm walk of one %d-object graph (%d levels), %d walks each, interleaved, after two unrecorded walks:\n\n",

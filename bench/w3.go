@@ -33,9 +33,19 @@ type W3Config struct {
 	GraphLevels int // levels of the task tree of the warm graph walk (5: 781 objects)
 	GraphWalks  int
 	LatencyMS   int
+	// PrefetchMode is the sidecar's --prefetch-mode; empty = off, W3's
+	// setting: the hit path without speculation.
+	PrefetchMode string
 }
 
 const w3Payload = 1024
+
+func (c W3Config) prefetchMode() string {
+	if c.PrefetchMode == "" {
+		return "off"
+	}
+	return c.PrefetchMode
+}
 
 // w3Unix names the sidecar reached over its unix socket instead of TCP.
 const w3Unix = "sidecar, unix socket"
@@ -90,7 +100,7 @@ func runW3(ctx context.Context, e *env, cfg W3Config) (*w3Result, error) {
 		return nil, err
 	}
 	sock := filepath.Join(e.tmp, "w3-sidecar.sock")
-	sc, err := e.startSidecar(ctx, o.Addr(), "--prefetch-mode", "off", "--unix-socket", sock)
+	sc, err := e.startSidecar(ctx, o.Addr(), "--prefetch-mode", cfg.prefetchMode(), "--unix-socket", sock)
 	if err != nil {
 		return nil, err
 	}

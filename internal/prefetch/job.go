@@ -88,6 +88,9 @@ func (s *Scheduler) runIn(ctx context.Context, newX func() *fetch.Expansion) (*f
 // slot before it claims its ids, so that a demand never joins a fetch that
 // is itself still queued behind speculation.
 func (s *Scheduler) speculate(ctx context.Context, ids []string) ([]*graph.Object, error) {
+	if len(ids) == 0 { // a chance level with nothing to fetch: no goroutine, no allocation
+		return nil, ctx.Err()
+	}
 	var (
 		mu       sync.Mutex
 		out      []*graph.Object

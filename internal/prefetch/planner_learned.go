@@ -102,7 +102,10 @@ func (c *LearnedConfig) setDefaults() {
 //
 // Evidence: a ref is offered when the object holding it is answered, and
 // followed when the object it points to is requested later, from that list
-// in list order (inOrderLocked); an offer not followed within Horizon
+// in list order, passing by at most one unread ref (inOrderLocked), from
+// the list of the object read from last when several could claim it
+// (claimLocked); an object read again at another depth moves its lists
+// there (rereadLocked); an offer not followed within Horizon
 // requests counts as not followed, and so do the lists a reader going level
 // by level has passed by (closeLocked). A read that could be a list's first
 // follow but goes on with its own lists was a direct request
@@ -150,6 +153,7 @@ type listKey struct{ parent, field string }
 type listRun struct {
 	followed int
 	request  int // when it was last followed
+	last     int // the furthest offer followed, by its idx
 }
 
 // fieldStats are the decided offers of one type's ref field, by position
@@ -168,11 +172,12 @@ type fieldStats struct {
 type offer struct {
 	key    edgeKey // key.depth is the parent's
 	pos    int
-	rank   int  // position among the refs of its list not read or offered before
 	last   bool // the list's last ref
 	back   bool // the list points at an object read before it
 	parent string
-	seq    int // request at which it was offered
+	list   *openList // the parent's offers
+	idx    int       // of this one among them
+	seq    int       // request at which it was offered
 }
 
 type ringEntry struct {
@@ -250,6 +255,9 @@ func (l *Learned) Read(objs []*graph.Object, waited bool) (parents []string) {
 			started = true
 		}
 		l.walkRead(o.ID, from)
+		if old, read := l.depth[o.ID]; read && old != d {
+			l.rereadLocked(o.ID, d)
+		}
 		l.depth[o.ID] = d
 		l.reads = append(l.reads, ringEntry{id: o.ID, seq: l.request})
 		l.offerLocked(o, d)
@@ -263,7 +271,7 @@ const offersPerList = 256
 
 func (l *Learned) offerLocked(o *graph.Object, depth int) {
 	lists := l.listsOf(o)
-	var children []string
+	list := &openList{id: o.ID, depth: depth, seq: l.request}
 	for _, r := range o.Refs {
 		f := &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
 		i := f.pos
@@ -276,44 +284,14 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 			continue // o read again, or enough lists offer the child
 		}
 		k := edgeKey{min(depth, maxContextDepth), o.Type, r.Field}
-		l.pending[r.ID] = append(offers, offer{key: k, pos: i, rank: f.rank, last: i == f.n-1,
-			back: f.back, parent: o.ID, seq: l.request})
-		if _, read := l.depth[r.ID]; !read && len(offers) == 0 {
-			// A reader that reads each object once skips the others: read
-			// already, or reached through a list it reads first.
-			f.rank++
-		}
+		l.pending[r.ID] = append(offers, offer{key: k, pos: i, last: i == f.n-1, back: f.back,
+			parent: o.ID, list: list, idx: len(list.children), seq: l.request})
 		l.ring = append(l.ring, ringEntry{id: r.ID, seq: l.request, parent: o.ID})
-		children = append(children, r.ID)
+		list.children = append(list.children, r.ID)
 	}
-	if len(children) > 0 {
-		l.open = append(l.open, &openList{id: o.ID, depth: depth, seq: l.request, children: children})
+	if len(list.children) > 0 {
+		l.open = append(l.open, list)
 	}
-}
-
-// refList is one field's list of an object being offered.
-type refList struct {
-	field     string
-	n         int  // refs
-	back      bool // one of its first offersPerList points at an object read
-	pos, rank int  // of the next ref: in the list, among those not read
-}
-
-// listsOf returns o's lists, one per field (an object has few).
-func (l *Learned) listsOf(o *graph.Object) []refList {
-	var lists []refList
-	for _, r := range o.Refs {
-		i := slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
-		if i < 0 {
-			i = len(lists)
-			lists = append(lists, refList{field: r.Field})
-		}
-		f := &lists[i]
-		if f.n++; f.n <= offersPerList && !f.back {
-			_, f.back = l.depth[r.ID]
-		}
-	}
-	return lists
 }
 
 // expireLocked decides the offers older than the horizon as not followed.
@@ -374,6 +352,7 @@ func (l *Learned) decideLocked(of offer, followed bool) (longer bool) {
 	}
 	run.followed++
 	run.request = l.request
+	run.last = max(run.last, of.idx)
 	l.pace.followed(run.followed == 1)
 	if run.followed > s.maxRun {
 		s.maxRun = run.followed

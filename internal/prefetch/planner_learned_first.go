@@ -68,14 +68,7 @@ func (l *Learned) revertFirstLocked(f *firstRead) {
 		case f.of.parent:
 			o.started = slices.DeleteFunc(o.started, func(s string) bool { return s == f.of.key.field })
 		case f.child:
-			o.depth = 0
-			for _, id := range o.children {
-				for i := range l.pending[id] {
-					if of := &l.pending[id][i]; of.parent == f.child {
-						of.key.depth = 0
-					}
-				}
-			}
+			l.moveLocked(o, 0)
 		}
 	}
 }

@@ -1,6 +1,10 @@
 package prefetch
 
-import "slices"
+import (
+	"slices"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
 
 // openList is an object read whose lists the application has not all been
 // seen to follow yet.
@@ -10,26 +14,99 @@ type openList struct {
 	seq      int      // request that read it
 	children []string // the ids it offered
 	started  []string // the fields of its lists followed
+	read     int      // the request that last followed one of them
 }
 
-// maxRank is how far down a list, past what was followed from it (counting
-// only refs neither read nor offered before), a read is still a follow of
-// the list. A reader reads lists in order, skipping what it read already;
-// an object read far down the list of an object read earlier was asked for
-// by other means. A profile view of a user who is the 57th friend of a user
-// viewed before is not a sign that friend lists are read to the 57th, nor
-// is the user read one level below a direct request.
-func maxRank(followed int) int { return 2*followed + 1 }
+// moveLocked moves o and the offers of its lists still pending to depth: o
+// was read again, at another depth.
+func (l *Learned) moveLocked(o *openList, depth int) {
+	o.depth = depth
+	for _, id := range o.children {
+		for i := range l.pending[id] {
+			if of := &l.pending[id][i]; of.parent == o.id {
+				of.key.depth = min(depth, maxContextDepth)
+			}
+		}
+	}
+}
+
+// rereadLocked moves the offers still pending of id, read before at
+// another depth, to depth: a profile view of a user read as a friend in the
+// view before reads its lists as a view's.
+func (l *Learned) rereadLocked(id string, depth int) {
+	for i := len(l.open) - 1; i >= 0; i-- {
+		if l.open[i].id == id {
+			l.moveLocked(l.open[i], depth)
+			return
+		}
+	}
+}
+
+// refList is one field's list of an object being offered.
+type refList struct {
+	field string
+	n     int  // refs
+	back  bool // one of its first offersPerList points at an object read
+	pos   int  // of the next ref
+}
+
+// listsOf returns o's lists, one per field (an object has few).
+func (l *Learned) listsOf(o *graph.Object) []refList {
+	var lists []refList
+	for _, r := range o.Refs {
+		i := slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
+		if i < 0 {
+			i = len(lists)
+			lists = append(lists, refList{field: r.Field})
+		}
+		f := &lists[i]
+		if f.n++; f.n <= offersPerList && !f.back {
+			_, f.back = l.depth[r.ID]
+		}
+	}
+	return lists
+}
+
+// maxSkipped is how many refs of a list, since its last follow, a read may
+// pass by unread and still follow the list: one the application cannot read
+// (a deleted object). A reader reads a list in order, skipping only what it
+// read already; an object read further down the list of an object read
+// earlier was asked for by other means. A profile view of a user who is the
+// 57th friend of a user viewed before is not a sign that friend lists are
+// read to the 57th, nor is the user read one level below a direct request.
+// The refs passed by are counted when the read comes, not when the list was
+// offered: a ref another list offered too was not read for that, unless it
+// was read since (a popular user is in many lists, most never read far).
+const maxSkipped = 1
 
 // inOrderLocked reports whether the read of of's child follows of's list:
 // a reader reads a list in order, skipping what it read before, so the
-// first read from a list is its first ref not read before.
+// first read from a list is its first ref not read, and each later one
+// passes by at most maxSkipped refs not read since the last.
 func (l *Learned) inOrderLocked(of offer) bool {
-	run := l.lists[listKey{of.parent, of.key.field}]
-	if run == nil {
-		return of.rank == 0
+	from, most := 0, 0
+	if run := l.lists[listKey{of.parent, of.key.field}]; run != nil {
+		from, most = run.last+1, maxSkipped
 	}
-	return of.rank <= maxRank(run.followed)
+	return l.unreadLocked(of.list, of.key.field, from, of.idx, most) <= most
+}
+
+// unreadLocked counts, up to one past limit, the refs of o's list of field
+// among its offers from to to (by idx) that are still offered from that
+// list: not read since.
+func (l *Learned) unreadLocked(o *openList, field string, from, to, limit int) int {
+	n := 0
+	for _, id := range o.children[min(from, to):to] {
+		if _, read := l.depth[id]; read {
+			continue // read before the list was offered (a read since takes its offers)
+		}
+		if slices.ContainsFunc(l.pending[id], func(p offer) bool { return p.parent == o.id && p.key.field == field }) {
+			if n++; n > limit {
+				break
+			}
+		}
+	}
+	return n
 }
 
 // maxOffers bounds the lists remembered as offering one child (a shared
@@ -37,16 +114,22 @@ func (l *Learned) inOrderLocked(of offer) bool {
 const maxOffers = 4
 
 // claimLocked takes the offers of id, which is being read, and returns the
-// first of them whose list the read follows, if any. The others are
-// dropped: a reader that reads each object once passes it by in them.
-// An offer whose list the read does not follow counts as not followed.
+// one whose list the read follows, if any: of those it could follow, the
+// one of the object the application read from last (the lists it is
+// reading now), the first offered among equals. The others are dropped: a
+// reader that reads each object once passes it by in them. An offer whose
+// list the read does not follow counts as not followed.
 func (l *Learned) claimLocked(id string) (offer, bool) {
 	offers := l.pending[id]
 	delete(l.pending, id)
-	for _, of := range offers {
-		if l.inOrderLocked(of) {
-			return of, true
+	best := -1
+	for i, of := range offers {
+		if l.inOrderLocked(of) && (best < 0 || of.list.read > offers[best].list.read) {
+			best = i
 		}
+	}
+	if best >= 0 {
+		return offers[best], true
 	}
 	for _, of := range offers {
 		l.decideLocked(of, false) // read, but not from that list
@@ -77,6 +160,7 @@ func (l *Learned) dropOfferLocked(id string, match func(offer) bool) (offer, boo
 // the peers waiting for it.
 func (l *Learned) followLocked(of offer) []string {
 	longer := l.decideLocked(of, true)
+	of.list.read = l.request
 	l.closeLocked(of)
 	out := []string{of.parent}
 	if longer {

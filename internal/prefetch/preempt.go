@@ -69,66 +69,66 @@ func (rs runs) end(r *run) {
 // missed returns the ids of a that were demand misses, nil if none: a
 // joined fetch (speculative or not) was on its way, a hit was fetched
 // before.
-func missed(a *fetch.Answer) map[string]bool {
-	var m map[string]bool
+func missed(a *fetch.Answer) []string {
+	var m []string
 	for _, r := range a.Results {
 		if r.Status == fetch.StatusMiss {
-			if m == nil {
-				m = make(map[string]bool)
-			}
-			m[r.Object.ID] = true
+			m = append(m, r.Object.ID)
 		}
 	}
 	return m
 }
 
-// overtake returns triggers less those that refer to an id of missed, and
-// whether that left none of triggers that were there.
-func overtake(triggers []*graph.Object, missed map[string]bool) (left []*graph.Object, all bool) {
+// overtake returns triggers less those in over (see triggerIndex.overtaken),
+// and those.
+func overtake(triggers []*graph.Object, over map[*graph.Object]bool) (left, gone []*graph.Object) {
 	for i, o := range triggers {
-		if refersTo(o, missed) {
+		if over[o] {
 			left = make([]*graph.Object, 0, len(triggers)-1)
 			left = append(left, triggers[:i]...)
-			for _, o := range triggers[i+1:] {
-				if !refersTo(o, missed) {
+			for _, o := range triggers[i:] {
+				if over[o] {
+					gone = append(gone, o)
+				} else {
 					left = append(left, o)
 				}
 			}
-			return left, len(left) == 0
+			return left, gone
 		}
 	}
-	return triggers, false
-}
-
-func refersTo(o *graph.Object, ids map[string]bool) bool {
-	for _, r := range o.Refs {
-		if ids[r.ID] {
-			return true
-		}
-	}
-	return false
+	return triggers, nil
 }
 
 // preempt drops the queued jobs and cancels the running ones that a
-// request's demand misses overtook.
-func (s *Scheduler) preempt(missed map[string]bool) {
+// request's demand misses overtook. Its cost is the index's, and, when the
+// misses overtook a trigger, the triggers of the jobs queued and running:
+// not their refs.
+func (s *Scheduler) preempt(missed []string) {
+	over := s.index.overtaken(missed)
+	if over == nil {
+		return
+	}
+	var gone []*graph.Object // triggers overtaken, which their jobs no longer hold
 	dropped := s.jobs.filter(func(j *job) bool {
-		var all bool
-		j.triggers, all = overtake(j.triggers, missed)
-		return !all
+		var g []*graph.Object
+		j.triggers, g = overtake(j.triggers, over)
+		gone = append(gone, g...)
+		return len(g) == 0 || len(j.triggers) > 0
 	})
 	for range dropped {
 		s.cfg.Metrics.Preempted()
 	}
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	for r := range s.runs {
-		var all bool
-		if r.triggers, all = overtake(r.triggers, missed); all {
+		var g []*graph.Object
+		if r.triggers, g = overtake(r.triggers, over); len(g) > 0 && len(r.triggers) == 0 {
 			r.abandon()
 			r.cancel()
 			delete(s.runs, r) // counted once
 			s.cfg.Metrics.Cancelled()
 		}
+		gone = append(gone, g...)
 	}
+	s.mu.Unlock()
+	s.index.release(gone)
 }

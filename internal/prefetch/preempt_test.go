@@ -247,16 +247,66 @@ func countAsked(o *fakeOrigin, id string) int {
 // when a miss got below every one of them.
 func TestOvertakeNeedsEveryTrigger(t *testing.T) {
 	a, b := node("a", "a.1", "a.2"), node("b", "b.1")
-	missed := map[string]bool{"a.1": true}
-	left, all := overtake([]*graph.Object{a, b}, missed)
-	assert.Equal(t, []*graph.Object{b}, left)
-	assert.False(t, all, "b's subtree was not entered")
-	left, all = overtake(left, map[string]bool{"b.1": true})
+	x := newTriggerIndex()
+	x.hold([]*graph.Object{a, b})
+	left, gone := overtake([]*graph.Object{a, b}, x.overtaken([]string{"a.1"}))
+	assert.Equal(t, []*graph.Object{b}, left, "b's subtree was not entered")
+	assert.Equal(t, []*graph.Object{a}, gone)
+	left, gone = overtake(left, x.overtaken([]string{"b.1"}))
 	assert.Empty(t, left)
-	assert.True(t, all)
-	left, all = overtake(nil, missed)
-	assert.Empty(t, left)
-	assert.False(t, all, "a job without triggers (a refresh) is never overtaken")
+	assert.Equal(t, []*graph.Object{b}, gone)
+	left, gone = overtake(nil, x.overtaken([]string{"a.1"}))
+	assert.Empty(t, left, "a job without triggers (a refresh) is never overtaken")
+	assert.Empty(t, gone)
+}
+
+// The index finds a trigger while any job holds it, and forgets it, refs
+// and all, when the last one lets go.
+func TestTriggerIndexHoldsWhileAJobDoes(t *testing.T) {
+	a, b := node("a", "c", "a.1"), node("b", "c")
+	x := newTriggerIndex()
+	x.hold([]*graph.Object{a})
+	x.hold([]*graph.Object{a, b}) // a hub read again, beside another object
+	assert.Nil(t, x.overtaken([]string{"a", "b", "z"}), "no held trigger refers to them")
+	assert.Equal(t, map[*graph.Object]bool{a: true, b: true}, x.overtaken([]string{"c"}))
+	x.release([]*graph.Object{a, b})
+	assert.Equal(t, map[*graph.Object]bool{a: true}, x.overtaken([]string{"c", "a.1"}), "the first job still holds a")
+	x.release([]*graph.Object{a})
+	assert.Nil(t, x.overtaken([]string{"c", "a.1"}))
+	x.hold([]*graph.Object{b, a})
+	x.release([]*graph.Object{b})
+	assert.Equal(t, map[*graph.Object]bool{a: true}, x.overtaken([]string{"c"}), "b let go first")
+	x.release([]*graph.Object{a})
+	assert.Empty(t, x.refer, "nothing is left of released triggers")
+	assert.Empty(t, x.held)
+}
+
+// Every way a job ends lets go of its triggers: run to its end, dropped
+// from a full queue, overtaken queued or running. Otherwise the index
+// would keep every object ever read.
+func TestJobsLetGoOfTheirTriggers(t *testing.T) {
+	fo := newFakeOrigin([]*graph.Object{
+		node("busy", "busy.1", "busy.2"), node("busy.1"), node("busy.2"),
+		node("p", "p.1", "p.2"), node("p.1"), node("p.2"),
+		node("q", "q.1"), node("q.1"), node("r", "r.1"), node("r.1"),
+	})
+	fo.Block["busy.1"] = true
+	// Jobs follow "left" only: a read of a "right" ref is a miss.
+	r := newRig(t, fo, Config{Workers: 1, QueueSize: 2}, Static{Depth: 1, Fields: []string{"left"}}, cache.Config{})
+
+	read(t, r, "busy")
+	<-fo.Started    // busy's job runs, held at the origin
+	read(t, r, "q") // queued
+	read(t, r, "r") // queued
+	read(t, r, "p") // queued: q's job is dropped from the full queue
+	require.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchDropped))
+	require.Equal(t, StatusMiss, read(t, r, "p.2"), "overtakes p's queued job")
+	require.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchPreempted))
+	require.Equal(t, StatusMiss, read(t, r, "busy.2"), "overtakes busy's running job")
+	require.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled))
+	idle(t, r) // the cut call ends busy's job; r's job runs to its end
+	assert.Empty(t, r.engine.s.index.refer)
+	assert.Empty(t, r.engine.s.index.held)
 }
 
 // BenchmarkMissAndSpeculate is the sidecar's CPU for one request and the

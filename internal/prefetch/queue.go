@@ -30,10 +30,11 @@ func newQueue(size int) *queue {
 }
 
 // push adds j as the newest job; when the queue is full it drops the oldest
-// and reports that it did.
-func (q *queue) push(j job) (dropped bool) {
+// and returns it.
+func (q *queue) push(j job) (old job, dropped bool) {
 	q.mu.Lock()
 	if q.n == len(q.buf) {
+		old = q.buf[q.head]
 		q.buf[q.head] = j // the newest takes the oldest's slot
 		q.head = (q.head + 1) % len(q.buf)
 		dropped = true
@@ -43,7 +44,7 @@ func (q *queue) push(j job) (dropped bool) {
 	}
 	q.mu.Unlock()
 	q.signal()
-	return dropped
+	return old, dropped
 }
 
 // pop takes the newest job, if any.
@@ -70,9 +71,9 @@ func (q *queue) filter(keep func(*job) bool) (dropped int) {
 	defer q.mu.Unlock()
 	n := 0
 	for i := 0; i < q.n; i++ {
-		j := q.buf[(q.head+i)%len(q.buf)]
-		if keep(&j) {
-			q.buf[(q.head+n)%len(q.buf)] = j
+		j := &q.buf[(q.head+i)%len(q.buf)]
+		if keep(j) {
+			q.buf[(q.head+n)%len(q.buf)] = *j
 			n++
 		}
 	}

@@ -15,24 +15,25 @@ func TestQueueNewestFirstDropsOldest(t *testing.T) {
 		size        int
 		ops         string // p = push the next name, o = pop
 		wantPopped  []string
-		wantDropped int
+		wantDropped []string // the jobs a full queue dropped, in order
 		wantLeft    []string // popped at the end, newest first
 	}{
 		{name: "newest first", size: 4, ops: "ppp", wantLeft: []string{"j2", "j1", "j0"}},
-		{name: "full drops the oldest", size: 2, ops: "pppp", wantDropped: 2, wantLeft: []string{"j3", "j2"}},
-		{name: "pops between pushes", size: 2, ops: "ppoppo", wantPopped: []string{"j1", "j3"}, wantDropped: 1, wantLeft: []string{"j2"}},
-		{name: "wraps around the ring", size: 3, ops: "pppoopppp", wantPopped: []string{"j2", "j1"}, wantDropped: 2, wantLeft: []string{"j6", "j5", "j4"}},
+		{name: "full drops the oldest", size: 2, ops: "pppp", wantDropped: []string{"j0", "j1"}, wantLeft: []string{"j3", "j2"}},
+		{name: "pops between pushes", size: 2, ops: "ppoppo", wantPopped: []string{"j1", "j3"}, wantDropped: []string{"j0"}, wantLeft: []string{"j2"}},
+		{name: "wraps around the ring", size: 3, ops: "pppoopppp", wantPopped: []string{"j2", "j1"}, wantDropped: []string{"j0", "j3"}, wantLeft: []string{"j6", "j5", "j4"}},
 		{name: "empty pops nothing", size: 1, ops: "o"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			q := newQueue(tt.size)
 			var popped []string
-			dropped, next := 0, 0
+			var dropped []string
+			next := 0
 			for _, op := range tt.ops {
 				if op == 'p' {
-					if q.push(named("j" + itoa(next))) {
-						dropped++
+					if old, ok := q.push(named("j" + itoa(next))); ok {
+						dropped = append(dropped, old.refresh[0])
 					}
 					next++
 					continue

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -129,8 +130,9 @@ type Scheduler struct {
 	planner Planner
 	chooser Chooser // nil when the planner does not choose object by object
 
-	jobs *queue
-	win  *Window // a slot per speculative origin call in flight
+	jobs  *queue
+	index *triggerIndex // the triggers of the jobs queued and running
+	win   *Window       // a slot per speculative origin call in flight
 
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when running drops to 0; uses mu
@@ -156,10 +158,11 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{
 		cfg: cfg, fetcher: f, planner: p,
-		jobs: newQueue(cfg.QueueSize),
-		win:  cfg.Window,
-		runs: make(runs),
-		ctx:  ctx, cancel: cancel,
+		jobs:  newQueue(cfg.QueueSize),
+		index: newTriggerIndex(),
+		win:   cfg.Window,
+		runs:  make(runs),
+		ctx:   ctx, cancel: cancel,
 	}
 	s.idle = sync.NewCond(&s.mu)
 	if ch, ok := p.(Chooser); ok {
@@ -214,13 +217,16 @@ func (s *Scheduler) runOne() bool {
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
+		var held []*graph.Object // what preempt left of its triggers
 		if ok {
+			held = r.triggers
 			s.runs.end(r)
 		}
 		if s.running--; s.running == 0 {
 			s.idle.Broadcast()
 		}
 		s.mu.Unlock()
+		s.index.release(held)
 	}()
 	if !ok {
 		return false
@@ -255,7 +261,9 @@ func (s *Scheduler) Idle() {
 // enqueue queues speculative work; speculation never blocks a demand, so a
 // full queue drops its oldest job instead (see queue), counted.
 func (s *Scheduler) enqueue(j job) {
-	if s.jobs.push(j) {
+	s.index.hold(j.triggers)
+	if old, dropped := s.jobs.push(j); dropped {
+		s.index.release(old.triggers)
 		s.cfg.Metrics.Dropped()
 	}
 }
@@ -294,7 +302,11 @@ func (s *Scheduler) After(a *fetch.Answer, h Hint) {
 
 // choose hands what a request read to the chooser and queues an expansion
 // below every object it read, and below the objects whose lists it read
-// from: their next refs became likelier.
+// from: their next refs became likelier. It queues none when there are no
+// such lists and no object read has a ref the expansion would take (see
+// offers): most reads of a walk are of leaves, and most reads of objects
+// nobody walks from have nothing likely below them, and a job that
+// finds nothing still costs a worker its setup and a walk of the level.
 func (s *Scheduler) choose(a *fetch.Answer) {
 	objs := make([]*graph.Object, 0, len(a.Results))
 	waited := false // for the origin: a miss, or a join of a fetch in flight
@@ -303,7 +315,7 @@ func (s *Scheduler) choose(a *fetch.Answer) {
 		waited = waited || r.Status == fetch.StatusMiss || r.Status == fetch.StatusJoined
 	}
 	parents := s.chooser.Read(objs, waited)
-	if s.cfg.Mode == ModeOff {
+	if s.cfg.Mode == ModeOff || len(parents) == 0 && !s.offers(objs) {
 		return
 	}
 	roots := objs
@@ -320,6 +332,29 @@ func (s *Scheduler) choose(a *fetch.Answer) {
 		max = c
 	}
 	s.enqueue(job{roots: roots, triggers: objs, budget: graph.Budget{MaxObjects: max}, chance: true})
+}
+
+// offers reports whether a chance expansion below objs would take a ref of
+// theirs: one whose chance reaches the least threshold of a level (see
+// chanceWalk.threshold). Without one, the expansion's first level is empty
+// and it ends there.
+func (s *Scheduler) offers(objs []*graph.Object) bool {
+	if !slices.ContainsFunc(objs, func(o *graph.Object) bool { return len(o.Refs) > 0 }) {
+		return false
+	}
+	_, least := s.chooser.Ahead(s.win.RoundTrip())
+	least = min(least, s.chooser.Threshold())
+	var buf []float64
+	for _, o := range objs {
+		if len(o.Refs) == 0 {
+			continue
+		}
+		buf = s.chooser.Chances(o, s.chooser.Depth(o.ID), buf)
+		if slices.ContainsFunc(buf, func(p float64) bool { return p >= least }) {
+			return true
+		}
+	}
+	return false
 }
 
 // schedule queues the speculative expansion below roots.

@@ -31,6 +31,7 @@ func main() {
 	grid := flag.String("w5-grid", "", `W5's static settings searched for the best static row, "DEPTH/MAX_OBJECTS,..." (e.g. 1/100,2/200); empty = the mode's grid`)
 	w1Rows := flag.String("w1-rows", "", `W1's rows to run, comma-separated names as in the report (e.g. "full_prefetch,full_prefetch + near cache"); empty runs all`)
 	w1Lat := flag.String("w1-latencies", "", "W1's one-way latencies in ms, comma-separated (e.g. 1); empty = the mode's")
+	w3Mode := flag.String("w3-prefetch-mode", "", "the sidecar's --prefetch-mode in W3 (off, static, adaptive); empty = off")
 	requireRedis := flag.Bool("require-redis", false, "fail when redis-server is not installed instead of skipping the redis rows")
 	version := flag.Bool("version", false, "print the version and exit")
 	flag.Parse()
@@ -61,6 +62,7 @@ func main() {
 			os.Exit(2)
 		}
 	}
+	cfg.W3.PrefetchMode = *w3Mode
 	if *workloads != "" {
 		cfg.Workloads = strings.Split(*workloads, ",")
 	}

@@ -1,0 +1,116 @@
+package prefetch
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/fetch"
+	"github.com/lookahead-dev/lookahead/internal/fetch/fetchtest"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// BenchmarkHit is the hit path as the server drives it (the fetcher's
+// answer, then Scheduler.After) with every object cached, prefetch mode
+// off (the static planner, as the sidecar runs it then) against adaptive
+// (the default: the learned planner). Reads are W3's (random ids) or a
+// walk's (breadth first through the trees, so the planner learns follows
+// and schedules jobs below them), from one goroutine or from as many as
+// GOMAXPROCS×8. cpu-ns/op is the process's CPU per read, the jobs the
+// reads schedule included.
+func BenchmarkHit(b *testing.B) {
+	objs := fetchtest.Tree(b, 4, 6) // 1365 objects
+	order := breadthFirst(objs)
+	for _, mode := range []Mode{ModeOff, ModeAdaptive} {
+		for _, reads := range []string{"random", "walk"} {
+			for _, par := range []bool{false, true} {
+				name := fmt.Sprintf("mode=%s/reads=%s/parallel=%v", mode, reads, par)
+				b.Run(name, func(b *testing.B) { benchHits(b, objs, order, mode, reads == "walk", par) })
+			}
+		}
+	}
+}
+
+func benchHits(b *testing.B, objs []*graph.Object, order []string, mode Mode, walk, par bool) {
+	var p Planner = Static{}
+	if mode == ModeAdaptive {
+		p = NewLearned(LearnedConfig{})
+	}
+	r := newRigWith(b, newFakeOrigin(objs), Config{Mode: mode}, fetch.Config{}, p, cache.Config{})
+	hit := func(id string) {
+		if _, _, err := r.engine.Get(context.Background(), []string{id}, Hint{}); err != nil {
+			b.Error(err)
+		}
+	}
+	for range 3 { // cached, and the planner has seen the reads
+		for _, id := range order {
+			hit(id)
+		}
+		r.engine.s.Idle()
+	}
+	next := func(i int, rnd *rand.Rand) string {
+		if walk {
+			return order[i%len(order)]
+		}
+		return order[rnd.IntN(len(order))]
+	}
+	cpu := cpuTime()
+	b.ResetTimer()
+	if par {
+		var g atomic.Int64
+		b.SetParallelism(8)
+		b.RunParallel(func(pb *testing.PB) {
+			rnd := rand.New(rand.NewPCG(uint64(g.Add(1)), 0))
+			for i := int(g.Load()) * 97; pb.Next(); i++ {
+				hit(next(i, rnd))
+			}
+		})
+	} else {
+		rnd := rand.New(rand.NewPCG(1, 0))
+		for i := 0; i < b.N; i++ {
+			hit(next(i, rnd))
+		}
+	}
+	r.engine.s.Idle()
+	b.StopTimer()
+	b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+}
+
+// breadthFirst returns the ids of the trees objs make, root first, level by
+// level.
+func breadthFirst(objs []*graph.Object) []string {
+	byID := make(map[string]*graph.Object, len(objs))
+	child := map[string]bool{}
+	for _, o := range objs {
+		byID[o.ID] = o
+		for _, r := range o.Refs {
+			child[r.ID] = true
+		}
+	}
+	var order []string
+	for _, o := range objs {
+		if !child[o.ID] {
+			order = append(order, o.ID)
+		}
+	}
+	for i := 0; i < len(order); i++ {
+		for _, r := range byID[order[i]].Refs {
+			order = append(order, r.ID)
+		}
+	}
+	return order
+}
+
+// cpuTime is the CPU time the process has used, user and system.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
