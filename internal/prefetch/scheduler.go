@@ -392,13 +392,3 @@ func (s *Scheduler) tierCap() int {
 	}
 	return int(max(s.cfg.TierBytes/2/mean, 1))
 }
-
-type nopMetrics struct{}
-
-func (nopMetrics) Dropped()   {}
-func (nopMetrics) Clamped()   {}
-func (nopMetrics) Depth(int)  {}
-func (nopMetrics) Window(int) {}
-func (nopMetrics) Shed()      {}
-func (nopMetrics) Preempted() {}
-func (nopMetrics) Cancelled() {}
