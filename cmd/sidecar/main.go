@@ -244,6 +244,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	gm := metrics.NewGRPCServer(reg)
 	sopts := append(server.Interceptors(gm), server.NewRequestCodec().ServerOptions()...)
 	sopts = append(sopts, tr.ServerOptions()...)
+	sopts = append(sopts, svc.ServerOptions()...)
 	gs := grpc.NewServer(append(sopts, o.transport.serverOptions()...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()

@@ -6,7 +6,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 )
 
-// CaughtUp is told (fetch.Fetcher.OnCaughtUp) of ids a demand found
+// CaughtUp is told (fetch.Fetcher.OnCaughtUp) of ids a demand of ctx found
 // speculative fetches bringing, before it waits for them: the application
 // has caught up with speculation. The job a read schedules expands the
 // planner's depth below what was read, and starts once the read is
@@ -23,7 +23,7 @@ import (
 // flight brings below them. The chooser plans its own distance ahead
 // (Chooser.Ahead); it is not told. The sidecar tells it of near-cache
 // subscribers' demands only (server.NearReaders).
-func (s *Scheduler) CaughtUp(ids []string) {
+func (s *Scheduler) CaughtUp(ctx context.Context, ids []string) {
 	if s.chooser != nil || s.cfg.Mode != ModeStatic || len(ids) == 0 {
 		return
 	}
@@ -35,7 +35,7 @@ func (s *Scheduler) CaughtUp(ids []string) {
 	if c := s.tierCap(); c > 0 && (b.MaxObjects == 0 || b.MaxObjects > c) {
 		b.MaxObjects = c
 	}
-	s.enqueue(job{ahead: dedupe(ids), budget: b})
+	s.enqueue(job{ahead: dedupe(ids), budget: b, client: ClientOf(ctx)})
 }
 
 // expandAhead runs a job of CaughtUp: one Expand below its ids, when the

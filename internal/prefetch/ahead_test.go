@@ -23,7 +23,7 @@ func TestCaughtUpExpandsTwiceTheDepthAtOnce(t *testing.T) {
 	var once sync.Once
 	release := func() { once.Do(func() { close(fo.Release) }) }
 	t.Cleanup(release) // before the rig's: a failed test must not leave the origin held back
-	r.engine.f.OnCaughtUp(func(_ context.Context, ids []string) { r.engine.s.CaughtUp(ids) })
+	r.engine.f.OnCaughtUp(r.engine.s.CaughtUp)
 	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
 	require.NoError(t, err)
 	<-fo.Started // the speculative BatchGet of .1 and .2, held back

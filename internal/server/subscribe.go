@@ -48,10 +48,10 @@ func (s *Server) track(ctx context.Context, ids []string) {
 // moves with what it reads (prefetch.Scheduler.CaughtUp). One that reads
 // through the sidecar moves it with every read, a sidecar round trip
 // apart, and is left to it.
-func NearReaders(fn func(ids []string)) func(context.Context, []string) {
+func NearReaders(fn func(ctx context.Context, ids []string)) func(context.Context, []string) {
 	return func(ctx context.Context, ids []string) {
 		if len(metadata.ValueFromIncomingContext(ctx, SubscriberHeader)) > 0 {
-			fn(ids)
+			fn(ctx, ids)
 		}
 	}
 }

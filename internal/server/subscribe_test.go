@@ -144,7 +144,7 @@ func TestSubscriberThatFallsBehindIsToldSo(t *testing.T) {
 // with speculation.
 func TestNearReadersHearsOnlySubscribers(t *testing.T) {
 	var heard [][]string
-	fn := NearReaders(func(ids []string) { heard = append(heard, ids) })
+	fn := NearReaders(func(_ context.Context, ids []string) { heard = append(heard, ids) })
 	fn(context.Background(), []string{"a"})
 	fn(metadata.NewIncomingContext(context.Background(), metadata.Pairs("other", "x")), []string{"b"})
 	fn(metadata.NewIncomingContext(context.Background(), metadata.Pairs(SubscriberHeader, "1-x")), []string{"c"})
