@@ -226,6 +226,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
 	defer sched.Close()
+	f.OnCaughtUp(server.NearReaders(sched.CaughtUp))
 	// A new dataset on an origin's address flushes through the fetcher.
 	watcher := origs.follow(o.coherence, o.watch, nf, coherence.ResetFunc(func(string) { nf.Clear() }), m, log)
 	watching.Store(watcher)

@@ -21,6 +21,7 @@ type Fetcher interface {
 	// Speculate fetches ids into the prefetch tier.
 	Speculate(ctx context.Context, ids []string) ([]*graph.Object, error)
 	NewExpansion(roots []string, b graph.Budget, speculative bool) *fetch.Expansion
+	NewExpansionAhead(roots []string, b graph.Budget) *fetch.Expansion
 	Peek(id string) (*graph.Object, bool)
 	CanExpand() bool
 	BatchSize() int
@@ -111,9 +112,10 @@ type job struct {
 	triggers []*graph.Object
 	budget   graph.Budget
 	refresh  []string
-	capped   bool    // budget.MaxObjects is tierCap's, lower than the planner's
-	chance   bool    // expand by the chooser's probabilities, budget.MaxObjects objects at most
-	client   *Client // whom it was scheduled for; nil: nobody's (a refresh)
+	capped   bool     // budget.MaxObjects is tierCap's, lower than the planner's
+	chance   bool     // expand by the chooser's probabilities, budget.MaxObjects objects at most
+	client   *Client  // whom it was scheduled for; nil: nobody's (a refresh)
+	ahead    []string // ids a demand caught up with speculation at (see CaughtUp)
 }
 
 // Scheduler runs speculation: after each demand it asks its planner how far
@@ -239,6 +241,8 @@ func (s *Scheduler) runOne() bool {
 	switch {
 	case len(j.refresh) > 0:
 		_, _ = s.fetcher.Fetch(r.ctx, j.refresh) // a failure leaves the stale copy
+	case len(j.ahead) > 0:
+		s.expandAhead(r.ctx, j)
 	case j.chance:
 		s.expandChances(r.ctx, j)
 	default:
@@ -344,14 +348,3 @@ func (s *Scheduler) tierCap() int {
 	}
 	return int(max(s.cfg.TierBytes/2/mean, 1))
 }
-
-type nopMetrics struct{}
-
-func (nopMetrics) Dropped()    {}
-func (nopMetrics) Clamped()    {}
-func (nopMetrics) Depth(int)   {}
-func (nopMetrics) Window(int)  {}
-func (nopMetrics) Shed()       {}
-func (nopMetrics) Preempted()  {}
-func (nopMetrics) Cancelled()  {}
-func (nopMetrics) ClientGone() {}
