@@ -47,6 +47,7 @@ type Expansion struct {
 	f           *Fetcher
 	speculative bool
 	guard       *guard // a speculative expansion's; nil for a demand's
+	ride        rides  // which roots in flight it asks for again
 	budget      graph.Budget
 	since       uint64   // cache.Changes when the expansion began
 	roots       []string // the roots the Expand asks for: those no other fetch is bringing
@@ -98,9 +99,26 @@ type Expansion struct {
 // included, so that one Expand covers all that lies below it. A speculative
 // expansion fills the prefetch tier, a demanded one the main tier.
 func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool) *Expansion {
+	ride := rideNone
+	if speculative {
+		ride = rideBatchGets
+	}
+	return f.newExpansion(roots, b, speculative, ride)
+}
+
+// NewExpansionAhead is a speculative NewExpansion that asks the origin for
+// every root again, those other fetches are bringing too: for speculation
+// that must reach further below them than those fetches go, in the same
+// round trip rather than one after them. What they bring below the roots
+// it brings a second time.
+func (f *Fetcher) NewExpansionAhead(roots []string, b graph.Budget) *Expansion {
+	return f.newExpansion(roots, b, true, rideAll)
+}
+
+func (f *Fetcher) newExpansion(roots []string, b graph.Budget, speculative bool, ride rides) *Expansion {
 	n := b.SizeHint(len(roots))
 	x := &Expansion{
-		f: f, speculative: speculative, budget: b, since: f.cache.Changes(),
+		f: f, speculative: speculative, ride: ride, budget: b, since: f.cache.Changes(),
 		ids:     graph.NewLedger(b, n),
 		claims:  make(map[int][]*batch),
 		changed: make(chan struct{}),
@@ -211,10 +229,14 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	if len(fresh) == 0 {
 		return nil
 	}
-	// A speculative expansion's roots that a BatchGet is bringing are asked
-	// for again rather than joined, as ids below the roots are: the origin
-	// sends what lies below them in the same round trip.
-	joins, _, own := x.f.flights.claimExpand(fresh, x.guard, level == 0 && x.speculative)
+	// Roots in flight that x.ride covers are asked for again rather than
+	// joined, as ids below the roots are: the origin sends what lies below
+	// them in the same round trip.
+	ride := rideNone
+	if level == 0 {
+		ride = x.ride
+	}
+	joins, _, own := x.f.flights.claimExpand(fresh, x.guard, ride)
 	for _, b := range own {
 		if !x.speculative {
 			b.call.delivered = x.delivered
