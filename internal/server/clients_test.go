@@ -10,8 +10,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/fetch"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/originserver"
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
@@ -72,4 +76,25 @@ func TestEachConnectionIsAClientUntilItCloses(t *testing.T) {
 	get(b, "task-0")
 	after, _ = w.seen()
 	assert.Same(t, after[2], after[3], "b's connection goes on as the same client")
+}
+
+// Closing the connection whose Get scheduled speculation cuts that
+// speculation: the job below the object read is at the origin (a slow one)
+// when the client goes, and its call ends there, having brought nothing.
+func TestClosedConnectionsSpeculationIsCut(t *testing.T) {
+	var sched *prefetch.Scheduler
+	r := newRig(t, taskTree(t, 1, 2, 2), rigOptions{
+		planner: prefetch.Static{Depth: 1},
+		origin:  originserver.Config{Latency: 2 * time.Second},
+		wrap:    func(s Scheduler) Scheduler { sched = s.(*prefetch.Scheduler); return s },
+	})
+	conn := r.dial()
+	_, err := lookaheadv1.NewSidecarServiceClient(conn).Get(context.Background(), &lookaheadv1.GetRequest{Id: "task-0"})
+	require.NoError(t, err)
+	require.NoError(t, conn.Close()) // the job for task-0's children is queued or at the origin, for 2 s
+	gone := r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledClientGone)
+	require.Eventually(t, func() bool { return testutil.ToFloat64(gone) == 1 }, 10*time.Second, time.Millisecond)
+	sched.Idle()
+	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchIssued), "the cut speculation brought nothing")
+	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledOvertaken)))
 }
