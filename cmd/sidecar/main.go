@@ -226,6 +226,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		return fmt.Errorf("prefetch config: %w", err)
 	}
 	defer sched.Close()
+	f.OnCaughtUp(server.NearReaders(sched.CaughtUp))
 	// A new dataset on an origin's address flushes through the fetcher.
 	watcher := origs.follow(o.coherence, o.watch, nf, coherence.ResetFunc(func(string) { nf.Clear() }), m, log)
 	watching.Store(watcher)
@@ -243,6 +244,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	gm := metrics.NewGRPCServer(reg)
 	sopts := append(server.Interceptors(gm), server.NewRequestCodec().ServerOptions()...)
 	sopts = append(sopts, tr.ServerOptions()...)
+	sopts = append(sopts, svc.ServerOptions()...)
 	gs := grpc.NewServer(append(sopts, o.transport.serverOptions()...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()

@@ -33,6 +33,9 @@ func (f *Fetcher) demand(ctx context.Context, ids []string) (map[string]Result, 
 	for round := 0; round < 2 && len(retry) > 0; round++ {
 		joins, own := f.flights.claimDemand(retry)
 		f.countJoins(joins)
+		if round == 0 {
+			f.tellCaughtUp(ctx, joins)
+		}
 		f.sendAll(ctx, own)
 		if err := collect(own, out); err != nil {
 			return nil, err
@@ -79,6 +82,24 @@ func (f *Fetcher) send(ctx context.Context, b *batch) {
 	}
 	defer f.flights.freeSlot()
 	f.run(ctx, b, false)
+}
+
+// tellCaughtUp tells OnCaughtUp's function of the ids a demand joined
+// speculative fetches for, if any.
+func (f *Fetcher) tellCaughtUp(ctx context.Context, joins map[*call][]string) {
+	fn := f.caughtUp.Load()
+	if fn == nil {
+		return
+	}
+	var ids []string
+	for c, js := range joins {
+		if c.speculative {
+			ids = append(ids, js...)
+		}
+	}
+	if len(ids) > 0 {
+		(*fn)(ctx, ids)
+	}
 }
 
 // countJoins counts a demand's ids that wait for fetches already in flight,

@@ -3,7 +3,6 @@ package fetch
 import (
 	"context"
 	"errors"
-	"fmt"
 	"sync"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -48,6 +47,7 @@ type Expansion struct {
 	f           *Fetcher
 	speculative bool
 	guard       *guard // a speculative expansion's; nil for a demand's
+	ride        rides  // which roots in flight it asks for again
 	budget      graph.Budget
 	since       uint64   // cache.Changes when the expansion began
 	roots       []string // the roots the Expand asks for: those no other fetch is bringing
@@ -75,9 +75,17 @@ type Expansion struct {
 	level    int                      // the level being received; lower ones are complete
 	finished bool
 	err      error
-	changed  chan struct{} // closed and replaced whenever a level completes
+	changed  chan struct{} // closed and replaced at every message and whenever a level completes
 	dropped  int           // objects received that the walk did not expect
 	ahead    *readAhead    // a walk's bound on what it holds for the walk; nil = none
+	// async (a walk's expansion) has Run start a settler, which fills the
+	// cache and completes levels beside the stream's reader; without one,
+	// receive does. deferring is set within record, where completing
+	// collects the levels it completes.
+	async      bool
+	settler    *settler
+	deferring  bool
+	completing []int
 }
 
 // NewExpansion claims roots for an Expand with budget b. Roots another
@@ -91,9 +99,26 @@ type Expansion struct {
 // included, so that one Expand covers all that lies below it. A speculative
 // expansion fills the prefetch tier, a demanded one the main tier.
 func (f *Fetcher) NewExpansion(roots []string, b graph.Budget, speculative bool) *Expansion {
+	ride := rideNone
+	if speculative {
+		ride = rideBatchGets
+	}
+	return f.newExpansion(roots, b, speculative, ride)
+}
+
+// NewExpansionAhead is a speculative NewExpansion that asks the origin for
+// every root again, those other fetches are bringing too: for speculation
+// that must reach further below them than those fetches go, in the same
+// round trip rather than one after them. What they bring below the roots
+// it brings a second time.
+func (f *Fetcher) NewExpansionAhead(roots []string, b graph.Budget) *Expansion {
+	return f.newExpansion(roots, b, true, rideAll)
+}
+
+func (f *Fetcher) newExpansion(roots []string, b graph.Budget, speculative bool, ride rides) *Expansion {
 	n := b.SizeHint(len(roots))
 	x := &Expansion{
-		f: f, speculative: speculative, budget: b, since: f.cache.Changes(),
+		f: f, speculative: speculative, ride: ride, budget: b, since: f.cache.Changes(),
 		ids:     graph.NewLedger(b, n),
 		claims:  make(map[int][]*batch),
 		changed: make(chan struct{}),
@@ -160,7 +185,13 @@ func (x *Expansion) Run(ctx context.Context) error {
 			return x.ahead.pace(ctx, x, level)
 		}
 	}
+	if x.async {
+		x.settler = x.startSettler()
+	}
 	err := x.f.expander.Expand(ctx, x.roots, x.knownList(), x.budget, receive)
+	if x.settler != nil {
+		x.settler.stop() // all received is in the cache, its levels complete
+	}
 	if errors.Is(err, graph.ErrStop) {
 		err = nil
 	}
@@ -198,10 +229,14 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	if len(fresh) == 0 {
 		return nil
 	}
-	// A speculative expansion's roots that a BatchGet is bringing are asked
-	// for again rather than joined, as ids below the roots are: the origin
-	// sends what lies below them in the same round trip.
-	joins, _, own := x.f.flights.claimExpand(fresh, x.guard, level == 0 && x.speculative)
+	// Roots in flight that x.ride covers are asked for again rather than
+	// joined, as ids below the roots are: the origin sends what lies below
+	// them in the same round trip.
+	ride := rideNone
+	if level == 0 {
+		ride = x.ride
+	}
+	joins, _, own := x.f.flights.claimExpand(fresh, x.guard, ride)
 	for _, b := range own {
 		if !x.speculative {
 			b.call.delivered = x.delivered
@@ -213,55 +248,6 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	}
 	x.claims[level] = append(x.claims[level], own...)
 	return joins
-}
-
-// receive handles one message of the stream: level's objects and missing ids.
-// The refs of the objects are claimed before the objects enter the cache, so
-// that whoever reads one there and looks below it finds its children in
-// flight; level's own claims are released after, at the next level.
-func (x *Expansion) receive(level int, objs []*graph.Object, missing []string) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if level < x.level && len(objs) == 0 && len(missing) == 0 {
-		return nil // an empty message for a level already complete
-	}
-	if level < x.level || level > x.level+1 || level > x.budget.Depth {
-		return fmt.Errorf("%w: level %d after level %d, depth %d", ErrMalformedExpand, level, x.level, x.budget.Depth)
-	}
-	for x.level < level {
-		x.advance()
-	}
-	objs = x.expected(level, objs)
-	if x.ahead != nil {
-		x.ahead.count(x, objs)
-	}
-	var next []string
-	for _, o := range objs {
-		if x.speculative {
-			x.ids.Record(o.ID, &graph.Object{ID: o.ID, Version: o.Version, Refs: o.Refs})
-			if _, claimed := x.owned[o.ID]; claimed {
-				x.owned[o.ID] = o
-			}
-		} else {
-			x.ids.Record(o.ID, o)
-		}
-		next = x.follow(level, o, next)
-	}
-	kept := missing[:0:0]
-	for _, id := range missing {
-		if x.awaits(id) {
-			x.ids.Record(id, absent)
-			x.left[level]--
-			kept = append(kept, id)
-		}
-	}
-	x.claim(level+1, next)
-	x.f.fill(objs, kept, x.speculative, x.since)
-	x.settle()
-	if x.awaited() == 0 {
-		return graph.ErrStop // everything expected has arrived: stop reading
-	}
-	return nil
 }
 
 // expected keeps the objects of objs that the walk scheduled and has not
@@ -317,8 +303,7 @@ func (x *Expansion) complete(level int, err error) {
 		x.f.flights.release(b)
 	}
 	delete(x.claims, level)
-	close(x.changed)
-	x.changed = make(chan struct{})
+	x.wake()
 }
 
 // finish ends the expansion: the level being received is complete (or
@@ -330,6 +315,12 @@ func (x *Expansion) finish(err error) {
 		x.complete(level, err)
 	}
 	x.finished, x.err = true, err
+	x.wake()
+}
+
+// wake wakes those waiting for the expansion to change. Called with x.mu
+// held.
+func (x *Expansion) wake() {
 	close(x.changed)
 	x.changed = make(chan struct{})
 }

@@ -8,15 +8,16 @@ import "github.com/lookahead-dev/lookahead/internal/graph"
 // Lookup says whether the expansion has delivered id, or learned that it does
 // not exist (obj nil, known true).
 func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
-	obj, known, _ = x.lookup(id)
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	obj, known, _ = x.lookupLocked(id)
 	return obj, known
 }
 
-// lookup is Lookup, and when id is not known yet, whether the origin is
-// still to send it: scheduled, not held, and the stream not over.
-func (x *Expansion) lookup(id string) (obj *graph.Object, known, coming bool) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
+// lookupLocked is Lookup, and when id is not known yet, whether the origin
+// is still to send it: scheduled, not held, and the stream not over.
+// Called with x.mu held.
+func (x *Expansion) lookupLocked(id string) (obj *graph.Object, known, coming bool) {
 	o, admitted := x.ids.Get(id)
 	switch {
 	case o == absent:

@@ -1,6 +1,10 @@
 package fetch
 
-import "github.com/lookahead-dev/lookahead/internal/graph"
+import (
+	"slices"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
 
 // lookAhead bounds how far follow searches a level's order for the object
 // that arrived: an origin sends a level in order, so the object is normally
@@ -16,8 +20,8 @@ const lookAhead = 256
 // them again then. A held object that lies only below an object not held
 // cannot be found without the origin, and may be sent again.
 func (f *Fetcher) heldBelow(roots []string, b graph.Budget) map[string]*graph.Object {
-	if trusted, _ := f.trusted(); !trusted {
-		return nil
+	if trusted, _ := f.trusted(); !trusted || !slices.ContainsFunc(roots, f.holds) {
+		return nil // nothing held, or nothing below a root held to walk through
 	}
 	var known map[string]*graph.Object
 	t := graph.NewTraversal(roots, b)
@@ -37,6 +41,12 @@ func (f *Fetcher) heldBelow(roots []string, b graph.Budget) map[string]*graph.Ob
 		t.Resolve(held)
 	}
 	return known
+}
+
+// holds reports whether the cache holds a fresh copy of id.
+func (f *Fetcher) holds(id string) bool {
+	o, ok := f.cache.Peek(id)
+	return ok && o != nil
 }
 
 // knownList is the known objects, for the Expand request.
@@ -101,7 +111,7 @@ func (x *Expansion) advance() {
 		next = x.followKnown(x.level, x.order[x.level][x.next:], nil)
 	}
 	x.claim(x.level+1, next)
-	x.complete(x.level, nil)
+	x.levelDone(x.level)
 	x.level++
 	x.next = 0
 }

@@ -3,8 +3,10 @@ package fetch
 import (
 	"context"
 	"testing"
+	"time"
 	"unsafe"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/protobuf/proto"
@@ -116,13 +118,7 @@ func TestSpeculativeExpansionRidesABatchGetsRoot(t *testing.T) {
 // brings what lies below it too. The flights table tells the two kinds of
 // call apart.
 func TestSpeculativeExpansionJoinsAnExpandsRoot(t *testing.T) {
-	fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(fetchtest.Tree(t, 2, 3)),
-		Gate: map[int]chan struct{}{0: make(chan struct{})}, Paused: make(chan int, 1)}
-	r := newRig(t, fx, Config{}, cache.Config{})
-	first := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 2}, true)
-	ran := make(chan error, 1)
-	go func() { ran <- first.Run(context.Background()) }()
-	<-fx.Paused // the first Expand is in flight, its root not sent yet
+	r, fx, ran := expandingPaused(t, 3, 0) // the first Expand is in flight, its root not sent yet
 	second := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 2}, true)
 	assert.Len(t, second.joins, 1, "joined the first Expand's root")
 	assert.Empty(t, second.roots, "nothing left to ask the origin for")
@@ -133,4 +129,69 @@ func TestSpeculativeExpansionJoinsAnExpandsRoot(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, objs, 1)
 	assert.Equal(t, 1, fx.ExpandCalls())
+}
+
+// expandingPaused starts a speculative Expand of depth 2 below task-0 of a
+// binary tree of levels levels, and returns once the origin holds it back
+// before sending level gate; close fx.Gate[gate] to let it go on, and ran
+// yields what its Run returned.
+func expandingPaused(t *testing.T, levels, gate int) (r *rig, fx *fetchtest.Expander, ran chan error) {
+	fx = &fetchtest.Expander{Origin: fetchtest.NewOrigin(fetchtest.Tree(t, 2, levels)),
+		Gate: map[int]chan struct{}{gate: make(chan struct{})}, Paused: make(chan int, 1)}
+	r = newRig(t, fx, Config{}, cache.Config{})
+	first := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 2}, true)
+	ran = make(chan error, 1)
+	go func() { ran <- first.Run(context.Background()) }()
+	<-fx.Paused
+	return r, fx, ran
+}
+
+// An expansion ahead asks for its roots again even while another Expand is
+// bringing them, and brings what lies below them before that one returns.
+func TestExpansionAheadAsksForRootsAnExpandBrings(t *testing.T) {
+	r, fx, ran := expandingPaused(t, 4, 2) // task-0.3 to .6 are claimed, not sent
+	ahead := r.f.NewExpansionAhead([]string{"task-0.3"}, graph.Budget{Depth: 1})
+	assert.Empty(t, ahead.joins, "not joined: asked for again")
+	require.NoError(t, ahead.Run(context.Background()))
+	o, known := r.c.Peek("task-0.7")
+	assert.True(t, known && o != nil, "below the root, while the first Expand still brings the root")
+	close(fx.Gate[2])
+	require.NoError(t, <-ran)
+	assert.Equal(t, 2, fx.SentIDs()["task-0.3"], "the root came twice")
+}
+
+// A demand that joins speculation in flight says so before it waits; one
+// that misses, or joins another demand's fetch, does not.
+func TestDemandTellsWhenItCaughtUpWithSpeculation(t *testing.T) {
+	fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(fetchtest.Tree(t, 2, 3)),
+		Gate: map[int]chan struct{}{1: make(chan struct{})}, Paused: make(chan int, 1)}
+	fx.Block["task-0.3"] = true
+	r := newRig(t, fx, Config{}, cache.Config{})
+	told := make(chan []string, 4)
+	r.f.OnCaughtUp(func(_ context.Context, ids []string) { told <- ids })
+	x := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 1}, true)
+	ran := make(chan error, 1)
+	go func() { ran <- x.Run(context.Background()) }()
+	<-fx.Paused // task-0.1 and .2 are claimed, not sent
+	got := make(chan error, 3)
+	get := func(id string) {
+		go func() {
+			_, err := r.f.Get(context.Background(), []string{id})
+			got <- err
+		}()
+	}
+	get("task-0.1")
+	assert.Equal(t, []string{"task-0.1"}, <-told, "told while the Expand is still held back")
+	get("task-0.3")
+	<-fx.Started // a demand's BatchGet, held back
+	get("task-0.3")
+	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 2 }, 5*time.Second, time.Millisecond,
+		"the second demand for task-0.3 joined the first's")
+	close(fx.Gate[1])
+	require.NoError(t, <-ran)
+	require.NoError(t, <-got)
+	close(fx.Release)
+	require.NoError(t, <-got)
+	require.NoError(t, <-got)
+	assert.Empty(t, told, "a miss and a join of a demand's fetch are not speculation caught up with")
 }

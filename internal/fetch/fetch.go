@@ -141,7 +141,8 @@ type Fetcher struct {
 	expander Expander // nil when the origin cannot expand
 	cache    *cache.Cache
 	flights  *flights
-	noExpand atomic.Bool // set once the origin answered UNIMPLEMENTED
+	noExpand atomic.Bool                                     // set once the origin answered UNIMPLEMENTED
+	caughtUp atomic.Pointer[func(context.Context, []string)] // see OnCaughtUp
 
 	// fetchedBytes and fetchedObjects total every object filled from the
 	// origin: their ratio is the mean object size.
@@ -163,6 +164,12 @@ func New(cfg Config, o Origin, c *cache.Cache) (*Fetcher, error) {
 	}
 	return f, nil
 }
+
+// OnCaughtUp has fn told, before a demand waits, of the ids it found
+// speculative fetches bringing, with the demand's context: the application
+// has caught up with speculation, which must reach further ahead to stay
+// ahead of it. fn runs on the demand's path and must not block.
+func (f *Fetcher) OnCaughtUp(fn func(ctx context.Context, ids []string)) { f.caughtUp.Store(&fn) }
 
 // CanExpand reports whether the origin has a server-side Expand to use.
 func (f *Fetcher) CanExpand() bool { return f.expander != nil && !f.noExpand.Load() }

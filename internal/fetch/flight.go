@@ -85,32 +85,44 @@ func newFlights(batchSize, slots int) *flights {
 // guards their fetch) use it; the caller holds whatever limits its
 // concurrency.
 func (f *flights) claim(ids []string, batchSize int, g *guard) (joins map[*call][]string, own []*batch) {
-	joins, _, own = f.claimAll(ids, batchSize, g, false, false)
+	joins, _, own = f.claimAll(ids, batchSize, g, false, rideNone)
 	return joins, own
 }
 
+// rides says which ids in flight an Expand asks the origin for again
+// rather than join the fetch bringing them.
+type rides int
+
+const (
+	rideNone rides = iota
+	// rideBatchGets: ids a plain BatchGet brings. It brings nothing below
+	// them, so that joining it would fetch what lies below a round trip
+	// later, after it returns; an Expand bringing them brings that too.
+	rideBatchGets
+	// rideAll: every id in flight, for an Expand that must reach further
+	// below them than the fetch bringing them goes (see NewExpansionAhead).
+	rideAll
+)
+
 // claimExpand is claim for the ids an Expand expects at one level (g nil
 // for a demand's), in one batch. Its calls are partial: an id the Expand's
-// budget did not reach is not delivered. With ride (a speculative Expand's
-// roots), ids a plain BatchGet is bringing are neither joined nor claimed
-// but returned in ride, for the Expand to ask the origin for them as well:
-// a BatchGet brings nothing below them, so that joining it would fetch
-// what lies below a round trip later, after it returns. Ids another
-// Expand is bringing are joined all the same: it brings what lies below.
-func (f *flights) claimExpand(ids []string, g *guard, ride bool) (joins map[*call][]string, rode []string, own []*batch) {
+// budget did not reach is not delivered. Ids in flight that ride covers are
+// neither joined nor claimed but returned in rode, for the Expand to ask
+// the origin for them as well.
+func (f *flights) claimExpand(ids []string, g *guard, ride rides) (joins map[*call][]string, rode []string, own []*batch) {
 	return f.claimAll(ids, len(ids), g, true, ride)
 }
 
 // claimAll is claim and claimExpand: partial marks the new calls as an
 // Expand's before another claim can find them (call.partial is read under
-// mu), ride leaves ids a plain BatchGet brings to the caller.
-func (f *flights) claimAll(ids []string, batchSize int, g *guard, partial, ride bool) (joins map[*call][]string, rode []string, own []*batch) {
+// mu), ride leaves the ids in flight it covers to the caller.
+func (f *flights) claimAll(ids []string, batchSize int, g *guard, partial bool, ride rides) (joins map[*call][]string, rode []string, own []*batch) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var cur *batch
 	for _, id := range ids {
 		if c, ok := f.calls[id]; ok && c.joinable() {
-			if ride && !c.partial {
+			if ride == rideAll || ride == rideBatchGets && !c.partial {
 				rode = append(rode, id)
 				continue
 			}

@@ -34,15 +34,22 @@ func TestWalkLeavesToItsExpandWhatItBrings(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- w.x.Run(context.Background()) }()
 	require.Equal(t, 1, <-fx.Paused, "the origin sent the root and holds its children")
-	o, held := w.have(child.ID)
+	o, held := lockedHave(w, child.ID)
 	assert.False(t, held, "left to the Expand, which is bringing it")
 	assert.Nil(t, o)
 
 	close(fx.Gate[1])
 	require.NoError(t, <-done)
-	o, held = w.have(child.ID)
+	o, held = lockedHave(w, child.ID)
 	assert.True(t, held)
 	assert.Equal(t, child.ID, o.ID)
 	assert.Empty(t, w.status, "the walk's own fetch, not a cache hit")
 	assert.Equal(t, 1, fx.Sent[child.ID], "the origin sent it")
+}
+
+// lockedHave is w.have as the walk calls it, with its Expand's lock held.
+func lockedHave(w *walk, id string) (*graph.Object, bool) {
+	w.x.mu.Lock()
+	defer w.x.mu.Unlock()
+	return w.have(id)
 }

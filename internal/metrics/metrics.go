@@ -50,7 +50,10 @@ type Set struct {
 	PrefetchWindow      prometheus.Gauge   // speculative origin calls allowed in flight (AIMD)
 	PrefetchShed        prometheus.Counter // speculative origin calls the origin refused RESOURCE_EXHAUSTED
 	PrefetchPreempted   prometheus.Counter // queued jobs a demand miss overtook, dropped
-	PrefetchCancelled   prometheus.Counter // running jobs a demand miss overtook, cancelled
+	// PrefetchCancelled counts jobs cancelled, by reason: overtaken (running
+	// jobs a demand miss overtook), client_gone (queued or running jobs of a
+	// client connection that ended).
+	PrefetchCancelled *prometheus.CounterVec
 
 	// Coherence.
 	StaleFills      prometheus.Counter     // fills refused: older than a change the origin announced
@@ -78,6 +81,12 @@ type Set struct {
 	OriginBreakerRejections *prometheus.CounterVec // rpc
 	OriginMalformed         *prometheus.CounterVec // problem (Malformed* constants)
 }
+
+// The reasons of lookahead_prefetch_cancelled_total.
+const (
+	CancelledOvertaken  = "overtaken"   // a running job a demand miss overtook
+	CancelledClientGone = "client_gone" // a queued or running job of a client that went
+)
 
 // New creates the collectors and registers them on reg.
 func New(reg prometheus.Registerer) *Set {
@@ -109,12 +118,16 @@ func New(reg prometheus.Registerer) *Set {
 		PrefetchWindow:      gauge("prefetch_window", "Speculative origin calls allowed in flight now: --prefetch-workers at most, halved when the origin sheds one or demand round trips slow down."),
 		PrefetchShed:        counter("prefetch_shed_total", "Speculative origin calls the origin refused RESOURCE_EXHAUSTED (shed under load); each backs speculation off, none is an error."),
 		PrefetchPreempted:   counter("prefetch_preempted_total", "Queued prefetch jobs dropped because a demand miss overtook them: the application read, uncached, an object their triggers refer to."),
-		PrefetchCancelled:   counter("prefetch_cancelled_total", "Running prefetch jobs cancelled because a demand miss overtook them; their origin calls no demand had joined were cut."),
 		StaleFills:          counter("cache_stale_fills_total", "Fetched copies not cached because the origin had announced a newer version or a deletion."),
 		StaleServed:         counterVec("stale_served_total", "Objects answered stale, by reason: revalidate (stale-while-revalidate) or error (stale-if-error).", "reason"),
 		WatchConnected:      gauge("watch_connected", "Origin change streams established: 1 while the origin's is, else 0 (with several origins, how many are up)."),
 		WatchChanges:        counter("watch_changes_total", "Changes received from the origin's change stream and applied to the cache."),
 		WatchReconnects:     counter("watch_reconnects_total", "Times the origin's change stream was re-established after a break."),
+	}
+	s.PrefetchCancelled = counterVec("prefetch_cancelled_total", "Prefetch jobs cancelled, by reason: overtaken (running jobs a demand miss overtook), "+
+		"client_gone (queued or running jobs of a client connection that ended). Their origin calls no demand had joined were cut.", "reason")
+	for _, r := range []string{CancelledOvertaken, CancelledClientGone} {
+		s.PrefetchCancelled.WithLabelValues(r) // shown at 0 before the first
 	}
 	s.OriginDatasetChanges = counterVec("origin_dataset_changes_total", "Times an origin reported another dataset identity than before (a new store on the same address); each flushed the cache and reset the change stream's position. By origin route.", "origin")
 	s.Serving = gauge("serving", "1 while the sidecar's health is SERVING (its origin answers health checks), else 0.")

@@ -53,7 +53,7 @@ func (e *engine) Get(ctx context.Context, ids []string, h Hint) ([]Result, []str
 	if err != nil {
 		return nil, nil, err
 	}
-	e.s.After(a, h)
+	e.s.After(ctx, a, h)
 	return a.Results, a.Missing, nil
 }
 

@@ -71,11 +71,16 @@ func (s *Scheduler) fetchLevel(ctx context.Context, plan *graph.Plan, st graph.S
 // batches do: a fetch that claimed ids and then waited for a slot could be
 // waited on by every holder of one.
 func (s *Scheduler) runExpansion(ctx context.Context, roots []string, b graph.Budget) (*fetch.Expansion, error) {
+	return s.runIn(ctx, func() *fetch.Expansion { return s.fetcher.NewExpansion(roots, b, true) })
+}
+
+// runIn runs the speculative expansion newX makes in a window slot.
+func (s *Scheduler) runIn(ctx context.Context, newX func() *fetch.Expansion) (*fetch.Expansion, error) {
 	if err := s.win.acquire(ctx); err != nil {
 		return nil, err
 	}
 	defer s.win.release()
-	x := s.fetcher.NewExpansion(roots, b, true)
+	x := newX()
 	return x, x.Run(ctx)
 }
 

@@ -7,8 +7,66 @@ import (
 	"math"
 	"slices"
 
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
+
+// choose hands what a request read to the chooser and queues an expansion
+// below every object it read, and below the objects whose lists it read
+// from: their next refs became likelier. It queues none when there are no
+// such lists and no object read has a ref the expansion would take (see
+// offers): most reads of a walk are of leaves, and most reads of objects
+// nobody walks from have nothing likely below them, and a job that
+// finds nothing still costs a worker its setup and a walk of the level.
+func (s *Scheduler) choose(ctx context.Context, a *fetch.Answer) {
+	objs := make([]*graph.Object, 0, len(a.Results))
+	waited := false // for the origin: a miss, or a join of a fetch in flight
+	for _, r := range a.Results {
+		objs = append(objs, r.Object)
+		waited = waited || r.Status == fetch.StatusMiss || r.Status == fetch.StatusJoined
+	}
+	parents := s.chooser.Read(objs, waited)
+	if s.cfg.Mode == ModeOff || len(parents) == 0 && !s.offers(objs) {
+		return
+	}
+	roots := objs
+	for _, id := range parents {
+		if o, known := s.fetcher.Peek(id); known && o != nil {
+			roots = append(roots, o)
+		}
+	}
+	if len(roots) == 0 {
+		return
+	}
+	_, max := s.chooser.Limits()
+	if c := s.tierCap(); c > 0 && c < max {
+		max = c
+	}
+	s.enqueue(job{roots: roots, triggers: objs, budget: graph.Budget{MaxObjects: max}, chance: true, client: ClientOf(ctx)})
+}
+
+// offers reports whether a chance expansion below objs would take a ref of
+// theirs: one whose chance reaches the least threshold of a level (see
+// chanceWalk.threshold). Without one, the expansion's first level is empty
+// and it ends there.
+func (s *Scheduler) offers(objs []*graph.Object) bool {
+	if !slices.ContainsFunc(objs, func(o *graph.Object) bool { return len(o.Refs) > 0 }) {
+		return false
+	}
+	_, least := s.chooser.Ahead(s.win.RoundTrip())
+	least = min(least, s.chooser.Threshold())
+	var buf []float64
+	for _, o := range objs {
+		if len(o.Refs) == 0 {
+			continue
+		}
+		buf = s.chooser.Chances(o, s.chooser.Depth(o.ID), buf)
+		if slices.ContainsFunc(buf, func(p float64) bool { return p >= least }) {
+			return true
+		}
+	}
+	return false
+}
 
 // candidate is an id a chance expansion may fetch and how likely it is read.
 type candidate struct {

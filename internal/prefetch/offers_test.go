@@ -1,6 +1,7 @@
 package prefetch
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -59,7 +60,7 @@ func TestHitQueuesAChanceJobOnlyWhenItHasSomethingToTake(t *testing.T) {
 			s := r.engine.s
 			s.enqueue(job{refresh: []string{"busy"}})
 			<-fo.Started // the one worker is busy: what is queued stays queued
-			s.After(&fetch.Answer{Results: []fetch.Result{{Object: tt.read, Status: fetch.StatusHit}}}, Hint{})
+			s.After(context.Background(), &fetch.Answer{Results: []fetch.Result{{Object: tt.read, Status: fetch.StatusHit}}}, Hint{})
 			assert.Equal(t, map[bool]int{false: 0, true: 1}[tt.wantJob], s.jobs.len(), "jobs queued")
 		})
 	}

@@ -46,6 +46,7 @@ type run struct {
 	abandon  func() // cuts the job's origin calls no demand joined, at once
 	cancel   context.CancelFunc
 	triggers []*graph.Object
+	client   *Client
 }
 
 // runs are the jobs workers run now; the Scheduler's mu guards them.
@@ -55,7 +56,7 @@ type runs map[*run]struct{}
 func (rs runs) start(parent context.Context, j job) *run {
 	ctx, abandon := fetch.Abandonable(parent)
 	ctx, cancel := context.WithCancel(ctx)
-	r := &run{ctx: ctx, abandon: abandon, cancel: cancel, triggers: j.triggers}
+	r := &run{ctx: ctx, abandon: abandon, cancel: cancel, triggers: j.triggers, client: j.client}
 	rs[r] = struct{}{}
 	return r
 }

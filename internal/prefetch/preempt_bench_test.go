@@ -1,6 +1,7 @@
 package prefetch
 
 import (
+	"context"
 	"fmt"
 	"testing"
 
@@ -50,7 +51,7 @@ func BenchmarkMissFullQueue(b *testing.B) {
 			a := missOf("elsewhere")
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
-				s.After(a, Hint{})
+				s.After(context.Background(), a, Hint{})
 			}
 		})
 	}
@@ -66,7 +67,7 @@ func BenchmarkMissOvertakesHubJob(b *testing.B) {
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				h := hubs[i%len(hubs)]
-				s.After(missOf(h.Refs[i%len(h.Refs)].ID), Hint{})
+				s.After(context.Background(), missOf(h.Refs[i%len(h.Refs)].ID), Hint{})
 				again := &graph.Object{ID: h.ID, Version: h.Version, Type: h.Type, Refs: h.Refs} // a fresh copy
 				s.enqueue(job{roots: []*graph.Object{again}, triggers: []*graph.Object{again}, budget: graph.Budget{Depth: 1}})
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/fetch/fetchtest"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
 
 // node is an object whose refs, in field "left" for the first and "right"
@@ -88,7 +89,7 @@ func TestDemandMissDropsQueuedJobItOvertook(t *testing.T) {
 	assert.Equal(t, -1, askedAt(fo, "p.3"))
 	require.NotEqual(t, -1, askedAt(fo, "q.1"), "q's job was not overtaken: it ran")
 	assert.Less(t, askedAt(fo, "p.1.1"), askedAt(fo, "q.1"), "the miss's job ran ahead of the older one")
-	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchCancelled))
+	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledOvertaken)))
 }
 
 // A demand miss of a child of a running job's trigger cancels the job: its
@@ -103,7 +104,7 @@ func TestDemandMissCancelsRunningJobItOvertook(t *testing.T) {
 	read(t, r, "p")
 	require.Equal(t, []string{"p.1"}, <-fo.Started, "p's job is at the origin for p.1")
 	require.Equal(t, StatusMiss, read(t, r, "p.2"), "the application took the branch the job did not")
-	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled))
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledOvertaken)))
 
 	idle(t, r) // Release is never closed: only the cut call lets the job end
 	_, held := r.cache.Peek("p.1")
@@ -133,7 +134,7 @@ func TestOvertakenJobKeepsFetchADemandJoined(t *testing.T) {
 	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 1 }, 10*time.Second, time.Millisecond,
 		"the demand for p.1 joins the prefetch")
 	require.Equal(t, StatusMiss, read(t, r, "p.2"))
-	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled), "the job is overtaken all the same")
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledOvertaken)), "the job is overtaken all the same")
 
 	close(fo.Release)
 	assert.Equal(t, StatusJoined, <-joined, "the joined demand got the prefetch's answer")
@@ -215,7 +216,7 @@ func TestOvertakenExpandIsCutUnlessADemandJoinedIt(t *testing.T) {
 					time.Millisecond, "the demand for p.1 joins the Expand")
 			}
 			require.Equal(t, StatusMiss, read(t, r, "p.2"))
-			assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled))
+			assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledOvertaken)))
 			if !demand {
 				idle(t, r) // the gate never opens: only the cut Expand lets the job end
 				_, held := r.cache.Peek("p.1")
@@ -303,7 +304,7 @@ func TestJobsLetGoOfTheirTriggers(t *testing.T) {
 	require.Equal(t, StatusMiss, read(t, r, "p.2"), "overtakes p's queued job")
 	require.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchPreempted))
 	require.Equal(t, StatusMiss, read(t, r, "busy.2"), "overtakes busy's running job")
-	require.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled))
+	require.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchCancelled.WithLabelValues(metrics.CancelledOvertaken)))
 	idle(t, r) // the cut call ends busy's job; r's job runs to its end
 	assert.Empty(t, r.engine.s.index.refer)
 	assert.Empty(t, r.engine.s.index.held)

@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"sync"
 	"sync/atomic"
 
@@ -22,6 +21,7 @@ type Fetcher interface {
 	// Speculate fetches ids into the prefetch tier.
 	Speculate(ctx context.Context, ids []string) ([]*graph.Object, error)
 	NewExpansion(roots []string, b graph.Budget, speculative bool) *fetch.Expansion
+	NewExpansionAhead(roots []string, b graph.Budget) *fetch.Expansion
 	Peek(id string) (*graph.Object, bool)
 	CanExpand() bool
 	BatchSize() int
@@ -38,6 +38,7 @@ type Metrics interface {
 	Shed()        // a speculative origin call the origin refused RESOURCE_EXHAUSTED
 	Preempted()   // a queued speculative job a demand miss overtook (see overtake)
 	Cancelled()   // a running speculative job a demand miss overtook
+	ClientGone()  // a speculative job, queued or running, of a client that went (see Client)
 }
 
 // Mode selects whether the scheduler speculates.
@@ -111,8 +112,10 @@ type job struct {
 	triggers []*graph.Object
 	budget   graph.Budget
 	refresh  []string
-	capped   bool // budget.MaxObjects is tierCap's, lower than the planner's
-	chance   bool // expand by the chooser's probabilities, budget.MaxObjects objects at most
+	capped   bool     // budget.MaxObjects is tierCap's, lower than the planner's
+	chance   bool     // expand by the chooser's probabilities, budget.MaxObjects objects at most
+	client   *Client  // whom it was scheduled for; nil: nobody's (a refresh)
+	ahead    []string // ids a demand caught up with speculation at (see CaughtUp)
 }
 
 // Scheduler runs speculation: after each demand it asks its planner how far
@@ -208,15 +211,18 @@ func (s *Scheduler) runOne() bool {
 	s.mu.Lock()
 	s.running++
 	j, ok := s.jobs.pop()
+	gone := ok && j.goneFor()
 	var r *run
-	if ok { // under mu, so that preempt finds the job queued or running
+	if ok && !gone { // under mu, so that preempt and Gone find the job queued or running
 		r = s.runs.start(s.ctx, j)
 	}
 	s.mu.Unlock()
 	defer func() {
 		s.mu.Lock()
 		var held []*graph.Object // what preempt left of its triggers
-		if ok {
+		if gone {
+			held = j.triggers
+		} else if ok {
 			held = r.triggers
 			s.runs.end(r)
 		}
@@ -226,12 +232,17 @@ func (s *Scheduler) runOne() bool {
 		s.mu.Unlock()
 		s.index.release(held)
 	}()
-	if !ok {
-		return false
+	if gone {
+		s.cfg.Metrics.ClientGone()
+	}
+	if !ok || gone {
+		return ok
 	}
 	switch {
 	case len(j.refresh) > 0:
 		_, _ = s.fetcher.Fetch(r.ctx, j.refresh) // a failure leaves the stale copy
+	case len(j.ahead) > 0:
+		s.expandAhead(r.ctx, j)
 	case j.chance:
 		s.expandChances(r.ctx, j)
 	default:
@@ -257,6 +268,10 @@ func (s *Scheduler) Idle() {
 // enqueue queues speculative work; speculation never blocks a demand, so a
 // full queue drops its oldest job instead (see queue), counted.
 func (s *Scheduler) enqueue(j job) {
+	if j.goneFor() { // its connection ended while the request was answered
+		s.cfg.Metrics.ClientGone()
+		return
+	}
 	s.index.hold(j.triggers)
 	if old, dropped := s.jobs.push(j); dropped {
 		s.index.release(old.triggers)
@@ -268,8 +283,9 @@ func (s *Scheduler) enqueue(j job) {
 // what the demand read from the origin or a prefetch (and below hits, when
 // the request asked for a prefetch: a request that asks gets it, cached or
 // not), and the refresh of what was answered stale; with a chooser, it hands
-// it what the request read instead (see choose).
-func (s *Scheduler) After(a *fetch.Answer, h Hint) {
+// it what the request read instead (see choose). The expansion is for the
+// Client of ctx (see WithClient), the refresh for whoever reads next.
+func (s *Scheduler) After(ctx context.Context, a *fetch.Answer, h Hint) {
 	if m := missed(a); m != nil {
 		s.preempt(m)
 	}
@@ -277,7 +293,7 @@ func (s *Scheduler) After(a *fetch.Answer, h Hint) {
 		s.enqueue(job{refresh: a.Revalidate})
 	}
 	if s.chooser != nil && !h.Given() {
-		s.choose(a)
+		s.choose(ctx, a)
 		return
 	}
 	var follow []*graph.Object
@@ -293,68 +309,12 @@ func (s *Scheduler) After(a *fetch.Answer, h Hint) {
 			follow = append(follow, r.Object)
 		}
 	}
-	s.schedule(follow, h)
+	s.schedule(ctx, follow, h)
 }
 
-// choose hands what a request read to the chooser and queues an expansion
-// below every object it read, and below the objects whose lists it read
-// from: their next refs became likelier. It queues none when there are no
-// such lists and no object read has a ref the expansion would take (see
-// offers): most reads of a walk are of leaves, and most reads of objects
-// nobody walks from have nothing likely below them, and a job that
-// finds nothing still costs a worker its setup and a walk of the level.
-func (s *Scheduler) choose(a *fetch.Answer) {
-	objs := make([]*graph.Object, 0, len(a.Results))
-	waited := false // for the origin: a miss, or a join of a fetch in flight
-	for _, r := range a.Results {
-		objs = append(objs, r.Object)
-		waited = waited || r.Status == fetch.StatusMiss || r.Status == fetch.StatusJoined
-	}
-	parents := s.chooser.Read(objs, waited)
-	if s.cfg.Mode == ModeOff || len(parents) == 0 && !s.offers(objs) {
-		return
-	}
-	roots := objs
-	for _, id := range parents {
-		if o, known := s.fetcher.Peek(id); known && o != nil {
-			roots = append(roots, o)
-		}
-	}
-	if len(roots) == 0 {
-		return
-	}
-	_, max := s.chooser.Limits()
-	if c := s.tierCap(); c > 0 && c < max {
-		max = c
-	}
-	s.enqueue(job{roots: roots, triggers: objs, budget: graph.Budget{MaxObjects: max}, chance: true})
-}
-
-// offers reports whether a chance expansion below objs would take a ref of
-// theirs: one whose chance reaches the least threshold of a level (see
-// chanceWalk.threshold). Without one, the expansion's first level is empty
-// and it ends there.
-func (s *Scheduler) offers(objs []*graph.Object) bool {
-	if !slices.ContainsFunc(objs, func(o *graph.Object) bool { return len(o.Refs) > 0 }) {
-		return false
-	}
-	_, least := s.chooser.Ahead(s.win.RoundTrip())
-	least = min(least, s.chooser.Threshold())
-	var buf []float64
-	for _, o := range objs {
-		if len(o.Refs) == 0 {
-			continue
-		}
-		buf = s.chooser.Chances(o, s.chooser.Depth(o.ID), buf)
-		if slices.ContainsFunc(buf, func(p float64) bool { return p >= least }) {
-			return true
-		}
-	}
-	return false
-}
-
-// schedule queues the speculative expansion below roots.
-func (s *Scheduler) schedule(roots []*graph.Object, h Hint) {
+// schedule queues the speculative expansion below roots for the Client of
+// ctx.
+func (s *Scheduler) schedule(ctx context.Context, roots []*graph.Object, h Hint) {
 	if len(roots) == 0 || s.cfg.Mode == ModeOff {
 		return
 	}
@@ -365,7 +325,7 @@ func (s *Scheduler) schedule(roots []*graph.Object, h Hint) {
 	if b.Depth <= 0 {
 		return
 	}
-	j := job{roots: roots, triggers: roots, budget: b}
+	j := job{roots: roots, triggers: roots, budget: b, client: ClientOf(ctx)}
 	if c := s.tierCap(); c > 0 && (b.MaxObjects == 0 || b.MaxObjects > c) {
 		j.budget.MaxObjects, j.capped = c, true
 	}
@@ -388,13 +348,3 @@ func (s *Scheduler) tierCap() int {
 	}
 	return int(max(s.cfg.TierBytes/2/mean, 1))
 }
-
-type nopMetrics struct{}
-
-func (nopMetrics) Dropped()   {}
-func (nopMetrics) Clamped()   {}
-func (nopMetrics) Depth(int)  {}
-func (nopMetrics) Window(int) {}
-func (nopMetrics) Shed()      {}
-func (nopMetrics) Preempted() {}
-func (nopMetrics) Cancelled() {}

@@ -222,3 +222,15 @@ func (w *Window) release() {
 	w.signal()
 	w.mu.Unlock()
 }
+
+// nopMetrics counts nothing: the scheduler's and the Window's Metrics when none is given.
+type nopMetrics struct{}
+
+func (nopMetrics) Dropped()    {}
+func (nopMetrics) Clamped()    {}
+func (nopMetrics) Depth(int)   {}
+func (nopMetrics) Window(int)  {}
+func (nopMetrics) Shed()       {}
+func (nopMetrics) Preempted()  {}
+func (nopMetrics) Cancelled()  {}
+func (nopMetrics) ClientGone() {}

@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+
 	// The proto codec registers itself; RequestCodec wraps it.
 	_ "google.golang.org/grpc/encoding/proto"
 )
@@ -55,8 +57,18 @@ func (c *RequestCodec) ServerOptions() []grpc.ServerOption {
 	}
 }
 
-// Marshal implements encoding.CodecV2.
-func (c *RequestCodec) Marshal(v any) (mem.BufferSlice, error) { return c.proto.Marshal(v) }
+// Marshal implements encoding.CodecV2. A GetGraph message of results
+// encoded as they arrived (graphMessage: unknown fields only) is its
+// bytes already: it goes as they are, where protobuf would copy them into a
+// buffer of its own first.
+func (c *RequestCodec) Marshal(v any) (mem.BufferSlice, error) {
+	if m, ok := v.(*lookaheadv1.GetGraphResponse); ok && len(m.GetResults()) == 0 && len(m.GetMissingIds()) == 0 {
+		if raw := m.ProtoReflect().GetUnknown(); len(raw) > 0 {
+			return mem.BufferSlice{mem.SliceBuffer(raw)}, nil
+		}
+	}
+	return c.proto.Marshal(v)
+}
 
 // Unmarshal implements encoding.CodecV2: an error is kept for the
 // interceptors, not returned.

@@ -44,6 +44,7 @@ func TestMain(m *testing.M) {
 // its own in-memory listener.
 type rig struct {
 	client     lookaheadv1.SidecarServiceClient
+	dial       func(...grpc.DialOption) *grpc.ClientConn // another connection to the sidecar
 	hub        *near.Hub
 	m          *metrics.Set
 	reg        *prometheus.Registry // m's and the gRPC server metrics
@@ -58,6 +59,7 @@ type rigOptions struct {
 	planner prefetch.Static
 	engine  prefetch.Config
 	near    near.Config
+	wrap    func(Scheduler) Scheduler // around the scheduler, for tests that watch it
 }
 
 func serve(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, *grpc.ClientConn) {
@@ -118,13 +120,18 @@ func newRig(t testing.TB, objs []*graph.Object, o rigOptions) *rig {
 	o.engine.Metrics = wire.Prefetch(m)
 	e, err := prefetch.New(o.engine, f, o.planner)
 	require.NoError(t, err)
-	svc, err := New(o.server, hub.Fetcher(f), e, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	var sched Scheduler = e
+	if o.wrap != nil {
+		sched = o.wrap(e)
+	}
+	svc, err := New(o.server, hub.Fetcher(f), sched, oc, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	require.NoError(t, err)
 	svc.EnableNear(hub)
 	gm := metrics.NewGRPCServer(reg)
-	_, scc := serve(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) }, Interceptors(gm)...)
+	_, dial := serveDialer(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) },
+		append(Interceptors(gm), svc.ServerOptions()...)...)
 	t.Cleanup(func() { e.Close(); c.Close() })
-	return &rig{client: lookaheadv1.NewSidecarServiceClient(scc), hub: hub, m: m, reg: reg, originGRPC: ogs,
+	return &rig{client: lookaheadv1.NewSidecarServiceClient(dial()), dial: dial, hub: hub, m: m, reg: reg, originGRPC: ogs,
 		origin: lookaheadv1.NewOriginServiceClient(occ), cache: c}
 }
 

@@ -110,10 +110,11 @@ type Fetcher interface {
 	Changed(id string, version uint64, deleted bool) bool
 }
 
-// Scheduler is told of every answered demand, to speculate
-// (prefetch.Scheduler).
+// Scheduler is told of every answered demand, to speculate for the
+// client of ctx, and of every client that went (prefetch.Scheduler).
 type Scheduler interface {
-	After(a *fetch.Answer, h prefetch.Hint)
+	After(ctx context.Context, a *fetch.Answer, h prefetch.Hint)
+	Gone(c *prefetch.Client)
 }
 
 // Server implements lookaheadv1.SidecarServiceServer.
@@ -152,7 +153,7 @@ func (s *Server) get(ctx context.Context, ids []string, h prefetch.Hint) (*fetch
 	if err != nil {
 		return nil, toStatus(err)
 	}
-	s.sched.After(a, h)
+	s.sched.After(ctx, a, h)
 	return a, nil
 }
 

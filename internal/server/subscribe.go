@@ -41,6 +41,21 @@ func (s *Server) track(ctx context.Context, ids []string) {
 	}
 }
 
+// NearReaders wraps fn for fetch.Fetcher.OnCaughtUp: it hears only of
+// demands of near-cache subscribers. Their reads of pushed objects are
+// answered in-process, in microseconds, and reach the sidecar only as
+// reports, after them; so such an application outruns speculation that
+// moves with what it reads (prefetch.Scheduler.CaughtUp). One that reads
+// through the sidecar moves it with every read, a sidecar round trip
+// apart, and is left to it.
+func NearReaders(fn func(ctx context.Context, ids []string)) func(context.Context, []string) {
+	return func(ctx context.Context, ids []string) {
+		if len(metadata.ValueFromIncomingContext(ctx, SubscriberHeader)) > 0 {
+			fn(ctx, ids)
+		}
+	}
+}
+
 // Subscribe implements lookaheadv1.SidecarServiceServer.
 func (s *Server) Subscribe(req *lookaheadv1.SubscribeRequest, stream lookaheadv1.SidecarService_SubscribeServer) error {
 	if s.near == nil {

@@ -139,3 +139,14 @@ func TestSubscriberThatFallsBehindIsToldSo(t *testing.T) {
 		require.NotEmpty(t, resp.GetEvents())
 	}
 }
+
+// Only the demands of near-cache subscribers are passed on as catching up
+// with speculation.
+func TestNearReadersHearsOnlySubscribers(t *testing.T) {
+	var heard [][]string
+	fn := NearReaders(func(_ context.Context, ids []string) { heard = append(heard, ids) })
+	fn(context.Background(), []string{"a"})
+	fn(metadata.NewIncomingContext(context.Background(), metadata.Pairs("other", "x")), []string{"b"})
+	fn(metadata.NewIncomingContext(context.Background(), metadata.Pairs(SubscriberHeader, "1-x")), []string{"c"})
+	assert.Equal(t, [][]string{{"c"}}, heard)
+}

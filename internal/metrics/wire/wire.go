@@ -94,7 +94,14 @@ func (a PrefetchMetrics) Shed() { a.s.PrefetchShed.Inc() }
 func (a PrefetchMetrics) Preempted() { a.s.PrefetchPreempted.Inc() }
 
 // Cancelled counts a running job a demand miss overtook.
-func (a PrefetchMetrics) Cancelled() { a.s.PrefetchCancelled.Inc() }
+func (a PrefetchMetrics) Cancelled() {
+	a.s.PrefetchCancelled.WithLabelValues(metrics.CancelledOvertaken).Inc()
+}
+
+// ClientGone counts a queued or running job of a client that went.
+func (a PrefetchMetrics) ClientGone() {
+	a.s.PrefetchCancelled.WithLabelValues(metrics.CancelledClientGone).Inc()
+}
 
 // Coherence returns a Watch stream's collectors for route from s.
 func Coherence(s *metrics.Set, route string) coherence.Metrics {
