@@ -9,8 +9,9 @@ import (
 
 // Chances implements Chooser: the probability of each ref of o being read,
 // given that o is read at depth, in ref order; refs beyond what
-// applications were seen to read from one list, and refs of a field nothing
-// is known about, get 0.
+// applications were seen to read from one list (unless o's list is being
+// read, see listChances.beyond), and refs of a field nothing is known
+// about, get 0.
 func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	out = out[:0]
 	l.mu.RLock()
