@@ -110,7 +110,10 @@ func (c *LearnedConfig) setDefaults() {
 // the lists a reader going level by level has passed by (closeLocked). A
 // read that could be a list's first follow but goes on with its own lists
 // was a direct request when its field is seen followed less than Prior
-// beyond chance (checkFirstLocked). A position's estimate borrows strength
+// beyond chance (checkFirstLocked). The list the application is reading, of
+// a field whose lists are read to their end more often than left with refs
+// unread, is fetched past the longest run seen, at the run's Copernican
+// continuation (listChances.beyond). A position's estimate borrows strength
 // from its field's, and the field's from Prior, so that one read of the
 // first friend already says something about the second; a field nothing is
 // known about at one depth borrows from the depths above when they were
@@ -154,8 +157,9 @@ type listKey struct{ parent, field string }
 // listRun is what was read of one parent's list.
 type listRun struct {
 	followed int
-	request  int // when it was last followed
-	last     int // the furthest offer followed, by its idx
+	request  int  // when it was last followed
+	last     int  // the furthest offer followed, by its idx
+	ended    bool // its last ref was followed
 }
 
 // fieldStats are the decided offers of one type's ref field, by position
@@ -169,6 +173,9 @@ type fieldStats struct {
 	// at an object already read. Lists read to their end and never back
 	// are a tree's (see treeLikeLocked).
 	ended, cyclic bool
+	// ends and stops count the lists read to their end and those left with
+	// refs unread (see readsToEndLocked).
+	ends, stops float64
 }
 
 type offer struct {
@@ -273,7 +280,7 @@ const offersPerList = 256
 
 func (l *Learned) offerLocked(o *graph.Object, depth int) {
 	lists := l.listsOf(o)
-	list := &openList{id: o.ID, depth: depth, seq: l.request}
+	list := &openList{id: o.ID, typ: o.Type, depth: depth, seq: l.request}
 	for _, r := range o.Refs {
 		f := &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
 		i := f.pos
@@ -357,6 +364,10 @@ func (l *Learned) decideLocked(of offer, followed bool) (longer bool) {
 	run.followed++
 	run.request = l.request
 	run.last = max(run.last, of.idx)
+	if of.last && !run.ended {
+		run.ended = true
+		s.ends++
+	}
 	l.pace.followed(run.followed == 1)
 	if run.followed > s.maxRun {
 		s.maxRun = run.followed

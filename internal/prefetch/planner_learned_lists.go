@@ -9,7 +9,7 @@ import (
 // openList is an object read whose lists the application has not all been
 // seen to follow yet.
 type openList struct {
-	id       string
+	id, typ  string
 	depth    int      // below a direct request
 	seq      int      // request that read it
 	children []string // the ids it offered
@@ -214,6 +214,7 @@ func (l *Learned) closeLocked(of offer) {
 			kept = append(kept, o)
 		case o.seq < of.seq && o.depth >= of.key.depth:
 			l.closeListsLocked(o)
+			l.stoppedLocked(o)
 		default:
 			kept = append(kept, o)
 		}
