@@ -118,10 +118,14 @@ const maxOffers = 4
 // one whose list the read follows, if any: of those pending it could
 // follow, the one of the object the application read from last (the lists
 // it is reading now), the first offered among equals; else the first of
-// those passed by (closeLocked) whose field is not seen not followed, and
-// then its not-follow is taken back. A ref of a field seen not followed, in
-// a list the reader left, is more likely asked for directly: a profile view
-// of a user who is the first friend of a friend viewed before. The others
+// those passed by (closeLocked) whose field is not seen not followed and
+// whose list did not point back at an object read before it, and then its
+// not-follow is taken back. A ref of a field seen not followed, in a list
+// the reader left, is more likely asked for directly: a profile view of a
+// user who is the first friend of a friend viewed before. And a reader that
+// queues refs to come back to them queues what it has not read: a user
+// viewed again is not reached through the author of a post read in a view
+// before. The others
 // are dropped: a reader that reads each object once passes it by in them.
 // An offer pending whose list the read does not follow counts as not
 // followed.
@@ -139,7 +143,7 @@ func (l *Learned) claimLocked(id string) (offer, bool) {
 		return offers[best], true
 	}
 	for _, of := range passed {
-		if s := l.stats[of.key]; l.inOrderLocked(of) && (s == nil || !seenNotFollowed(s, l.cfg.Prior)) {
+		if s := l.stats[of.key]; !of.back && l.inOrderLocked(of) && (s == nil || !seenNotFollowed(s, l.cfg.Prior)) {
 			l.unpassLocked(of)
 			return of, true
 		}

@@ -132,3 +132,20 @@ func TestLearnedListPassedByIsComeBackToInOrder(t *testing.T) {
 	read(link("i2")) // the third item, the first two unread
 	assert.Zero(t, l.Depth("i2"), "not a follow of q's items")
 }
+
+// A list passed by that pointed back at an object read before it is not
+// come back to: a user viewed again is asked for directly, not reached
+// through the author of a post read in the view before.
+func TestLearnedListPassedByPointingBackIsNotComeBackTo(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false) }
+	u := &graph.Object{ID: "u", Type: "User", Refs: []graph.Ref{{Field: "posts", ID: "p"}}}
+	read(u)
+	read(&graph.Object{ID: "p", Type: "Post", Refs: []graph.Ref{{Field: "author", ID: "u"}}})
+	read(link("v")) // another view: p's author list is passed by
+	read(link("vn"))
+	require.NotEmpty(t, l.passed["u"])
+	read(u) // u viewed again
+	assert.Zero(t, l.Depth("u"), "a direct request")
+	assert.Zero(t, l.stats[edgeKey{1, "Post", "author"}].allFollowed)
+}
