@@ -112,9 +112,13 @@ func (x *Expansion) levelDone(level int) {
 	x.complete(level, nil)
 }
 
-// settlerQueue is how many received messages a settler may have yet to
-// put in the cache before the stream's reader waits for it.
-const settlerQueue = 4
+// settlerQueue is how many received messages may wait for a settler
+// before the stream's reader waits for it. The objects on their way into
+// the cache are then at most four messages' worth: two the settler is
+// putting in (one merged, see more), one queued and the one being read.
+// Those the walk has not sent yet count against its read-ahead bound as
+// before; the others have been sent, and the cache's budget takes them.
+const settlerQueue = 1
 
 // settler puts what a walk's Expand receives in the cache, and then
 // completes the levels each message completed (apply), on a goroutine of
@@ -144,21 +148,19 @@ func (x *Expansion) startSettler() *settler {
 // more adds to m the messages queued behind it, so that a settler that
 // fell behind catches up with one fill: the cache makes a fill's Sets
 // visible at its end, which takes a wait for ristretto's goroutine per
-// fill, not per object.
+// fill, not per object. Only those queued now: the settler is their one
+// reader, so none of these receives waits.
 func (s *settler) more(m received) received {
-	for {
-		select {
-		case n, ok := <-s.msgs:
-			if !ok {
-				return m
-			}
-			m.objs = append(m.objs, n.objs...)
-			m.missing = append(m.missing, n.missing...)
-			m.complete = append(m.complete, n.complete...)
-		default:
-			return m
+	for k := len(s.msgs); k > 0; k-- {
+		n, ok := <-s.msgs
+		if !ok {
+			break
 		}
+		m.objs = append(m.objs, n.objs...)
+		m.missing = append(m.missing, n.missing...)
+		m.complete = append(m.complete, n.complete...)
 	}
+	return m
 }
 
 // stop waits for the settler to apply what it was given, and ends it.

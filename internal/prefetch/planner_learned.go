@@ -105,21 +105,26 @@ func (c *LearnedConfig) setDefaults() {
 // in list order, passing by at most one unread ref (inOrderLocked), from
 // the list of the object read from last when several could claim it
 // (claimLocked); an object read again at another depth moves its lists
-// there (rereadLocked); an offer not followed within Horizon
-// requests counts as not followed, and so do the lists a reader going level
-// by level has passed by (closeLocked). A read that could be a list's first
-// follow but goes on with its own lists was a direct request
-// (checkFirstLocked). A position's estimate borrows strength from its
-// field's, and the field's from Prior, so that one read of the first friend
-// already says something about the second; a field nothing is known about
-// at one depth borrows from the depths above when they were read as a
-// tree's (treeLikeLocked).
+// there (rereadLocked); an offer not followed within Horizon requests
+// counts as not followed, and so, until a later read comes back to them, do
+// the lists a reader going level by level has passed by (closeLocked). A
+// read that could be a list's first follow but goes on with its own lists
+// was a direct request when its field is seen followed less than Prior
+// beyond chance (checkFirstLocked). The list the application is reading, of
+// a field whose lists are read to their end more often than left with refs
+// unread, is fetched past the longest run seen, at the run's Copernican
+// continuation (listChances.beyond). A position's estimate borrows strength
+// from its field's, and the field's from Prior, so that one read of the
+// first friend already says something about the second; a field nothing is
+// known about at one depth borrows from the depths above when they were
+// read as a tree's (treeLikeLocked).
 type Learned struct {
 	cfg LearnedConfig
 
 	mu      sync.RWMutex            // Chances and Depth, on the workers, only read
 	stats   map[edgeKey]*fieldStats // guarded by mu
 	pending map[string][]offer      // child id → the lists offering it, first first; guarded by mu
+	passed  map[string][]offer      // child id → the lists offering it passed by (closeLocked); guarded by mu
 	ring    []ringEntry             // offers in request order, for the horizon; guarded by mu
 	head    int                     // first live ring entry; guarded by mu
 	request int                     // requests observed; guarded by mu
@@ -152,8 +157,9 @@ type listKey struct{ parent, field string }
 // listRun is what was read of one parent's list.
 type listRun struct {
 	followed int
-	request  int // when it was last followed
-	last     int // the furthest offer followed, by its idx
+	request  int  // when it was last followed
+	last     int  // the furthest offer followed, by its idx
+	ended    bool // its last ref was followed
 }
 
 // fieldStats are the decided offers of one type's ref field, by position
@@ -167,6 +173,9 @@ type fieldStats struct {
 	// at an object already read. Lists read to their end and never back
 	// are a tree's (see treeLikeLocked).
 	ended, cyclic bool
+	// ends and stops count the lists read to their end and those left with
+	// refs unread (see readsToEndLocked).
+	ends, stops float64
 }
 
 type offer struct {
@@ -199,7 +208,7 @@ func bucket(pos int) int {
 // NewLearned makes a learned planner.
 func NewLearned(cfg LearnedConfig) *Learned {
 	cfg.setDefaults()
-	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, pending: map[string][]offer{},
+	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, pending: map[string][]offer{}, passed: map[string][]offer{},
 		lists: map[listKey]*listRun{}, depth: map[string]int{}, walk: map[string]string{}, now: time.Now}
 }
 
@@ -271,7 +280,7 @@ const offersPerList = 256
 
 func (l *Learned) offerLocked(o *graph.Object, depth int) {
 	lists := l.listsOf(o)
-	list := &openList{id: o.ID, depth: depth, seq: l.request}
+	list := &openList{id: o.ID, typ: o.Type, depth: depth, seq: l.request}
 	for _, r := range o.Refs {
 		f := &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
 		i := f.pos
@@ -300,9 +309,11 @@ func (l *Learned) expireLocked() {
 		e := l.ring[l.head]
 		l.ring[l.head] = ringEntry{}
 		l.head++
-		if of, ok := l.dropOfferLocked(e.id, func(of offer) bool { return of.seq == e.seq && of.parent == e.parent }); ok {
+		match := func(of offer) bool { return of.seq == e.seq && of.parent == e.parent }
+		if of, ok := dropOfferLocked(l.pending, e.id, match); ok {
 			l.decideLocked(of, false)
 		}
+		dropOfferLocked(l.passed, e.id, match) // decided when passed by
 	}
 	if l.head > len(l.ring)/2 && l.head > 1024 { // compact
 		l.ring = append(l.ring[:0], l.ring[l.head:]...)
@@ -353,6 +364,10 @@ func (l *Learned) decideLocked(of offer, followed bool) (longer bool) {
 	run.followed++
 	run.request = l.request
 	run.last = max(run.last, of.idx)
+	if of.last && !run.ended {
+		run.ended = true
+		s.ends++
+	}
 	l.pace.followed(run.followed == 1)
 	if run.followed > s.maxRun {
 		s.maxRun = run.followed

@@ -2,14 +2,16 @@ package prefetch
 
 import (
 	"slices"
+	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
 // Chances implements Chooser: the probability of each ref of o being read,
 // given that o is read at depth, in ref order; refs beyond what
-// applications were seen to read from one list, and refs of a field nothing
-// is known about, get 0.
+// applications were seen to read from one list (unless o's list is being
+// read, see listChances.beyond), and refs of a field nothing is known
+// about, get 0.
 func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	out = out[:0]
 	l.mu.RLock()
@@ -20,6 +22,7 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 		if i < 0 {
 			i = len(lists)
 			lists = append(lists, l.listLocked(edgeKey{min(depth, maxContextDepth), o.Type, r.Field}))
+			l.readingLocked(&lists[i], o.ID)
 		}
 		c := &lists[i]
 		out = append(out, c.next(c.counts() && l.skippedLocked(o.ID, r.ID)))
@@ -60,12 +63,28 @@ func (l *Learned) skippedLocked(parent, id string) bool {
 // listChances gives the chances of one list's refs in order.
 type listChances struct {
 	field  string
+	key    edgeKey
 	s      *fieldStats // nil: nothing known
 	prior  float64     // the field's estimate
 	likely float64     // Threshold: a chance below it needs evidence (minEvidence)
 	run    int         // the longest run read from one list
 	pos    int         // of the next ref
 	rank   int         // of the next ref, among those not read in the walk
+	own    int         // refs followed from this list: 0 when it is not being read
+	whole  bool        // lists of the field are read to their end (readsToEndLocked)
+	due    int         // reads the application makes in two round trips
+}
+
+// readingLocked tells c of the list of parent it is, when the application
+// is reading it (see beyond).
+func (l *Learned) readingLocked(c *listChances, parent string) {
+	run := l.lists[listKey{parent, c.field}]
+	if run == nil || c.s == nil {
+		return
+	}
+	c.own = run.followed
+	c.whole = l.readsToEndLocked(c.key)
+	c.due = 2 * l.pace.distance(time.Duration(l.rtt.Load()))
 }
 
 // minAhead is the last position a list with a follow is fetched to.
@@ -75,7 +94,7 @@ const minAhead = 4
 const priorWeight = 2
 
 func (l *Learned) listLocked(k edgeKey) listChances {
-	c := listChances{field: k.field, s: l.stats[k], prior: l.cfg.Prior, likely: l.cfg.Threshold}
+	c := listChances{field: k.field, key: k, s: l.stats[k], prior: l.cfg.Prior, likely: l.cfg.Threshold}
 	if c.s == nil {
 		c.s = l.treeLikeLocked(k)
 	}
@@ -114,7 +133,9 @@ func (c *listChances) limit() int { return max(c.run+c.run/2, minAhead) }
 
 // counts reports whether the next ref's rank decides its chance, so that
 // whether it was read is worth looking up.
-func (c *listChances) counts() bool { return c.s != nil && c.rank <= c.limit() }
+func (c *listChances) counts() bool {
+	return c.s != nil && (c.rank <= c.limit() || c.own > 0 && c.whole)
+}
 
 // next is the chance of the next ref, skipped by the walk or not. A
 // position's estimate borrows strength from its field's.
@@ -124,16 +145,16 @@ func (c *listChances) next(skipped bool) float64 {
 	if !skipped {
 		c.rank++
 	}
-	switch {
-	case c.s == nil: // nothing known: not fetched before the application shows it reads the field
-		return 0
-	case rank > c.limit():
+	if c.s == nil { // nothing known: not fetched before the application shows it reads the field
 		return 0
 	}
 	b := bucket(pos)
 	p := (c.s.followed[b] + priorWeight*c.prior) / (c.s.offered[b] + priorWeight)
-	if p < c.likely && c.s.offered[b] < minEvidence {
+	switch {
+	case p < c.likely && c.s.offered[b] < minEvidence:
 		return 0 // a guess: see minEvidence
+	case rank > c.limit():
+		return c.beyond(p, rank)
 	}
 	return p
 }

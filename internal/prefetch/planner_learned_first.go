@@ -1,6 +1,9 @@
 package prefetch
 
-import "slices"
+import (
+	"math"
+	"slices"
+)
 
 // firstRead is the read of a list's first ref, counted as a follow until
 // the next read says otherwise: a reader that goes on with the children of
@@ -9,12 +12,12 @@ import "slices"
 // friend read in the view before looks like a follow of that list, one level
 // down; reading the user's posts right after it shows it was not.
 //
-// Only a read the evidence argues against is undone: one of a field that
-// has been offered and seen not followed, below the prior. A reader that
-// descends a chain or a tree (Knafla's navigation: a page's next object, a
-// branch's child) also goes on with the children of each object it reads;
-// undoing those follows would teach that the chain is never followed, and
-// nothing would ever be prefetched for it.
+// Only a read the evidence argues against is undone: one of a field seen
+// followed less often than the prior by more than chance explains (see
+// seenNotFollowed). A reader that descends a chain or a tree (Knafla's
+// navigation: a page's next object, a branch's child) also goes on with the
+// children of each object it reads; undoing those follows would teach that
+// the chain is never followed, and nothing would ever be prefetched for it.
 type firstRead struct {
 	child   string
 	of      offer
@@ -29,9 +32,23 @@ func (l *Learned) readFirstLocked(child string, of offer) {
 	if s := l.stats[of.key]; s != nil {
 		copied := *s
 		f.stats = &copied
-		f.against = (s.allFollowed+priorWeight*l.cfg.Prior)/(s.allOffered+priorWeight) < l.cfg.Prior
+		f.against = seenNotFollowed(s, l.cfg.Prior)
 	}
 	l.first = f
+}
+
+// seenNotFollowed reports whether s's decided offers say its field is
+// followed less often than prior: by more than two standard deviations of
+// as many offers followed with chance prior, so that chance alone would
+// rarely have made them that few. A branch read half the time and passed by
+// at its first offer has not shown that (Knafla's left and right); a friend
+// list read at its start and its friends' lists passed by, dozens of refs
+// each, has. The test must not trip on little evidence: a first read it
+// undoes is counted as not followed, so once a field has tripped it, its
+// follows are never counted again.
+func seenNotFollowed(s *fieldStats, prior float64) bool {
+	n := s.allOffered
+	return s.allFollowed < prior*n-2*math.Sqrt(n*prior*(1-prior))
 }
 
 // checkFirstLocked is told how each read was claimed (claimed reports

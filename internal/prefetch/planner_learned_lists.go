@@ -9,7 +9,7 @@ import (
 // openList is an object read whose lists the application has not all been
 // seen to follow yet.
 type openList struct {
-	id       string
+	id, typ  string
 	depth    int      // below a direct request
 	seq      int      // request that read it
 	children []string // the ids it offered
@@ -93,14 +93,15 @@ func (l *Learned) inOrderLocked(of offer) bool {
 
 // unreadLocked counts, up to one past limit, the refs of o's list of field
 // among its offers from to to (by idx) that are still offered from that
-// list: not read since.
+// list, pending or passed by: not read since.
 func (l *Learned) unreadLocked(o *openList, field string, from, to, limit int) int {
 	n := 0
 	for _, id := range o.children[min(from, to):to] {
 		if _, read := l.depth[id]; read {
 			continue // read before the list was offered (a read since takes its offers)
 		}
-		if slices.ContainsFunc(l.pending[id], func(p offer) bool { return p.parent == o.id && p.key.field == field }) {
+		if ofList := func(p offer) bool { return p.parent == o.id && p.key.field == field }; slices.ContainsFunc(l.pending[id], ofList) ||
+			slices.ContainsFunc(l.passed[id], ofList) {
 			if n++; n > limit {
 				break
 			}
@@ -114,14 +115,20 @@ func (l *Learned) unreadLocked(o *openList, field string, from, to, limit int) i
 const maxOffers = 4
 
 // claimLocked takes the offers of id, which is being read, and returns the
-// one whose list the read follows, if any: of those it could follow, the
-// one of the object the application read from last (the lists it is
-// reading now), the first offered among equals. The others are dropped: a
-// reader that reads each object once passes it by in them. An offer whose
-// list the read does not follow counts as not followed.
+// one whose list the read follows, if any: of those pending it could
+// follow, the one of the object the application read from last (the lists
+// it is reading now), the first offered among equals; else the first of
+// those passed by (closeLocked) whose field is not seen not followed, and
+// then its not-follow is taken back. A ref of a field seen not followed, in
+// a list the reader left, is more likely asked for directly: a profile view
+// of a user who is the first friend of a friend viewed before. The others
+// are dropped: a reader that reads each object once passes it by in them.
+// An offer pending whose list the read does not follow counts as not
+// followed.
 func (l *Learned) claimLocked(id string) (offer, bool) {
-	offers := l.pending[id]
+	offers, passed := l.pending[id], l.passed[id]
 	delete(l.pending, id)
+	delete(l.passed, id)
 	best := -1
 	for i, of := range offers {
 		if l.inOrderLocked(of) && (best < 0 || of.list.read > offers[best].list.read) {
@@ -131,25 +138,41 @@ func (l *Learned) claimLocked(id string) (offer, bool) {
 	if best >= 0 {
 		return offers[best], true
 	}
+	for _, of := range passed {
+		if s := l.stats[of.key]; l.inOrderLocked(of) && (s == nil || !seenNotFollowed(s, l.cfg.Prior)) {
+			l.unpassLocked(of)
+			return of, true
+		}
+	}
 	for _, of := range offers {
 		l.decideLocked(of, false) // read, but not from that list
 	}
 	return offer{}, false
 }
 
-// dropOfferLocked removes and returns the first offer of id that match
-// selects.
-func (l *Learned) dropOfferLocked(id string, match func(offer) bool) (offer, bool) {
-	offers := l.pending[id]
-	i := slices.IndexFunc(offers, match)
+// unpassLocked takes back the not-follow closeLocked counted for of.
+func (l *Learned) unpassLocked(of offer) {
+	s, b := l.stats[of.key], bucket(of.pos)
+	if s == nil || s.offered[b] < 1 {
+		return // the statistics were restored to before it (revertFirstLocked)
+	}
+	s.offered[b]--
+	s.allOffered--
+}
+
+// dropOfferLocked removes from offers and returns the first offer of id
+// that match selects.
+func dropOfferLocked(offers map[string][]offer, id string, match func(offer) bool) (offer, bool) {
+	list := offers[id]
+	i := slices.IndexFunc(list, match)
 	if i < 0 {
 		return offer{}, false
 	}
-	of := offers[i]
-	if offers = slices.Delete(offers, i, i+1); len(offers) == 0 {
-		delete(l.pending, id)
+	of := list[i]
+	if list = slices.Delete(list, i, i+1); len(list) == 0 {
+		delete(offers, id)
 	} else {
-		l.pending[id] = offers
+		offers[id] = list
 	}
 	return of, true
 }
@@ -174,7 +197,12 @@ func (l *Learned) followLocked(of offer) []string {
 // objects read before at depth d or deeper are not followed: a reader going
 // level by level has left them behind. Without it they would wait the whole
 // horizon to count, and a feed that never reads its friends' friends would
-// look, for that long, like one that might.
+// look, for that long, like one that might. The decision is a forecast: an
+// offer passed by stays in passed until the horizon, and a read that
+// follows its list after all takes the not-follow back (claimLocked). A
+// reader that queues the refs it meets and reads them first in first out
+// (Knafla's pages, an Out-Ref's three pages each) comes back to lists it
+// left; without that, they would count as never followed.
 func (l *Learned) closeLocked(of offer) {
 	kept := l.open[:0]
 	for _, o := range l.open {
@@ -186,6 +214,7 @@ func (l *Learned) closeLocked(of offer) {
 			kept = append(kept, o)
 		case o.seq < of.seq && o.depth >= of.key.depth:
 			l.closeListsLocked(o)
+			l.stoppedLocked(o)
 		default:
 			kept = append(kept, o)
 		}
@@ -199,10 +228,13 @@ func (l *Learned) closeLocked(of offer) {
 func (l *Learned) closeListsLocked(o *openList) {
 	for _, id := range o.children {
 		// Not a list the application reads: there later refs may still come.
-		if of, ok := l.dropOfferLocked(id, func(of offer) bool {
+		if of, ok := dropOfferLocked(l.pending, id, func(of offer) bool {
 			return of.parent == o.id && l.lists[listKey{o.id, of.key.field}] == nil
 		}); ok {
 			l.decideLocked(of, false)
+			if len(l.passed[id]) < maxOffers {
+				l.passed[id] = append(l.passed[id], of)
+			}
 		}
 	}
 }

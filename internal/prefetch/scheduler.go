@@ -226,11 +226,11 @@ func (s *Scheduler) runOne() bool {
 			held = r.triggers
 			s.runs.end(r)
 		}
+		s.index.release(held) // before Idle can see the job end
 		if s.running--; s.running == 0 {
 			s.idle.Broadcast()
 		}
 		s.mu.Unlock()
-		s.index.release(held)
 	}()
 	if gone {
 		s.cfg.Metrics.ClientGone()
