@@ -121,22 +121,23 @@ func (c *LearnedConfig) setDefaults() {
 type Learned struct {
 	cfg LearnedConfig
 
-	mu      sync.RWMutex            // Chances and Depth, on the workers, only read
-	stats   map[edgeKey]*fieldStats // guarded by mu
-	pending map[string][]offer      // child id → the lists offering it, first first; guarded by mu
-	passed  map[string][]offer      // child id → the lists offering it passed by (closeLocked); guarded by mu
-	ring    []ringEntry             // offers in request order, for the horizon; guarded by mu
-	head    int                     // first live ring entry; guarded by mu
-	request int                     // requests observed; guarded by mu
-	lists   map[listKey]*listRun    // lists being read: parent and field; guarded by mu
-	depth   map[string]int          // depth at which recently read objects were read; guarded by mu
-	reads   []ringEntry             // reads in request order, to forget depth; guarded by mu
-	open    []*openList             // read objects with lists not yet followed, in read order; guarded by mu
-	first   *firstRead              // the last read, when it was a list's first; guarded by mu
-	walk    map[string]string       // ids read since the last direct request → the list they were read from; guarded by mu
-	pace    pace                    // guarded by mu
-	rtt     atomic.Int64            // the round trip Ahead was last told of, in ns
-	now     func() time.Time        // the clock; tests set it
+	mu       sync.RWMutex            // Chances and Depth, on the workers, only read
+	stats    map[edgeKey]*fieldStats // guarded by mu
+	pending  map[string][]offer      // child id → the lists offering it, first first; guarded by mu
+	passed   map[string][]offer      // child id → the lists offering it passed by (closeLocked); guarded by mu
+	ring     []ringEntry             // offers in request order, for the horizon; guarded by mu
+	head     int                     // first live ring entry; guarded by mu
+	request  int                     // requests observed; guarded by mu
+	lists    map[listKey]*listRun    // lists being read: parent and field; guarded by mu
+	depth    map[string]int          // depth at which recently read objects were read; guarded by mu
+	reads    []ringEntry             // reads in request order, to forget depth; guarded by mu
+	open     []*openList             // read objects with lists not yet followed, in read order; guarded by mu
+	first    *firstRead              // the last read, when it was a list's first; guarded by mu
+	walk     map[string]string       // ids read since the last direct request → the list they were read from; guarded by mu
+	pace     pace                    // guarded by mu
+	refLists []refList               // listsOf's, reused; guarded by mu
+	rtt      atomic.Int64            // the round trip Ahead was last told of, in ns
+	now      func() time.Time        // the clock; tests set it
 }
 
 // edgeKey says where a ref sits: its field, the type holding it, and how
@@ -256,7 +257,7 @@ func (l *Learned) Read(objs []*graph.Object, waited bool) (parents []string) {
 			if l.lists[listKey{of.parent, of.key.field}] == nil {
 				l.readFirstLocked(o.ID, of)
 			}
-			parents = append(parents, l.followLocked(of)...)
+			parents = l.followLocked(of, parents)
 			d = of.key.depth + 1
 		}
 		if d == 0 && !started {
@@ -279,8 +280,12 @@ func (l *Learned) Read(objs []*graph.Object, waited bool) (parents []string) {
 const offersPerList = 256
 
 func (l *Learned) offerLocked(o *graph.Object, depth int) {
+	if len(o.Refs) == 0 {
+		return // a leaf: nothing to offer (most reads of a tree)
+	}
 	lists := l.listsOf(o)
-	list := &openList{id: o.ID, typ: o.Type, depth: depth, seq: l.request}
+	list := &openList{id: o.ID, typ: o.Type, depth: depth, seq: l.request,
+		children: make([]string, 0, min(len(o.Refs), offersPerList))}
 	for _, r := range o.Refs {
 		f := &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
 		i := f.pos
@@ -374,16 +379,4 @@ func (l *Learned) decideLocked(of offer, followed bool) (longer bool) {
 		return true
 	}
 	return false
-}
-
-func dedupe(ids []string) []string {
-	seen := make(map[string]bool, len(ids))
-	out := ids[:0]
-	for _, id := range ids {
-		if !seen[id] {
-			seen[id] = true
-			out = append(out, id)
-		}
-	}
-	return out
 }

@@ -16,7 +16,8 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	out = out[:0]
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	var lists []listChances // one per field: objects have few
+	var fields [4]listChances // one per field: objects have few
+	lists := fields[:0]
 	for _, r := range o.Refs {
 		i := slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field })
 		if i < 0 {

@@ -50,9 +50,10 @@ type refList struct {
 	pos   int  // of the next ref
 }
 
-// listsOf returns o's lists, one per field (an object has few).
+// listsOf returns o's lists, one per field (an object has few), in
+// l.refLists: valid until the next call.
 func (l *Learned) listsOf(o *graph.Object) []refList {
-	var lists []refList
+	lists := l.refLists[:0]
 	for _, r := range o.Refs {
 		i := slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
 		if i < 0 {
@@ -64,6 +65,7 @@ func (l *Learned) listsOf(o *graph.Object) []refList {
 			_, f.back = l.depth[r.ID]
 		}
 	}
+	l.refLists = lists
 	return lists
 }
 
@@ -182,14 +184,14 @@ func dropOfferLocked(offers map[string][]offer, id string, match func(offer) boo
 }
 
 // followLocked counts a follow of of, closes the lists the application has
-// passed by, and returns the objects whose lists became likelier: of's
-// parent, and, when the follow read a list of its field further than ever,
-// the peers waiting for it.
-func (l *Learned) followLocked(of offer) []string {
+// passed by, and appends to out the objects whose lists became likelier:
+// of's parent, and, when the follow read a list of its field further than
+// ever, the peers waiting for it.
+func (l *Learned) followLocked(of offer, out []string) []string {
 	longer := l.decideLocked(of, true)
 	of.list.read = l.request
 	l.closeLocked(of)
-	out := []string{of.parent}
+	out = append(out, of.parent)
 	if longer {
 		out = l.peersLocked(of, out)
 	}
@@ -283,4 +285,30 @@ func (l *Learned) treeLikeLocked(k edgeKey) *fieldStats {
 		return s
 	}
 	return nil
+}
+
+// dedupeScan is the longest list dedupe checks pairwise.
+const dedupeScan = 8
+
+// dedupe removes repeated ids in place, keeping the first of each. A list
+// of a few, as most requests read, is checked without a map.
+func dedupe(ids []string) []string {
+	if len(ids) <= dedupeScan {
+		out := ids[:0]
+		for _, id := range ids {
+			if !slices.Contains(out, id) {
+				out = append(out, id)
+			}
+		}
+		return out
+	}
+	seen := make(map[string]bool, len(ids))
+	out := ids[:0]
+	for _, id := range ids {
+		if !seen[id] {
+			seen[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
 }
