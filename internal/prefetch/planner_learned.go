@@ -134,6 +134,7 @@ type Learned struct {
 	open     []*openList             // read objects with lists not yet followed, in read order; guarded by mu
 	first    *firstRead              // the last read, when it was a list's first; guarded by mu
 	walk     map[string]string       // ids read since the last direct request → the list they were read from; guarded by mu
+	walked   []string                // walk's ids, in read order; guarded by mu
 	pace     pace                    // guarded by mu
 	refLists []refList               // listsOf's, reused; guarded by mu
 	rtt      atomic.Int64            // the round trip Ahead was last told of, in ns

@@ -94,14 +94,24 @@ func (l *Learned) revertFirstLocked(f *firstRead) {
 const maxWalk = 4096
 
 // startWalkLocked starts a walk: what was read before it is what an
-// application that reads each object once per walk reads again.
-func (l *Learned) startWalkLocked() { clear(l.walk) }
+// application that reads each object once per walk reads again. It deletes
+// the ids read rather than clearing the map, whose cost is its capacity:
+// random reads start a walk at every read, with one id to forget.
+func (l *Learned) startWalkLocked() {
+	for _, id := range l.walked {
+		delete(l.walk, id)
+	}
+	l.walked = l.walked[:0]
+}
 
 // walkRead records that id was read in the current walk, from the list of
 // parent ("" when asked for directly).
 func (l *Learned) walkRead(id, parent string) {
 	if len(l.walk) >= maxWalk {
-		clear(l.walk)
+		l.startWalkLocked()
 	}
-	l.walk[id] = parent
+	n := len(l.walk)
+	if l.walk[id] = parent; len(l.walk) > n {
+		l.walked = append(l.walked, id)
+	}
 }

@@ -24,3 +24,23 @@ func TestDedupe(t *testing.T) {
 		t.Errorf("long: got %v, want %v", got, want)
 	}
 }
+
+// TestLearnedWalkForgets: a walk remembers what it read and from which
+// list until the next starts, and no more than maxWalk ids.
+func TestLearnedWalkForgets(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	l.walkRead("a", "p")
+	if !l.skippedLocked("q", "a") || l.skippedLocked("p", "a") {
+		t.Fatal("a read from p's list: a reader of q's list skips it, one of p's does not")
+	}
+	l.startWalkLocked()
+	if l.skippedLocked("q", "a") {
+		t.Fatal("a was read in the walk before: a reader of q's list reads it again")
+	}
+	for i := range maxWalk + 1 {
+		l.walkRead(fmt.Sprint(i), "p")
+	}
+	if len(l.walk) != 1 || !l.skippedLocked("q", fmt.Sprint(maxWalk)) {
+		t.Fatalf("walk holds %d ids after maxWalk+1 reads, want only the last", len(l.walk))
+	}
+}
