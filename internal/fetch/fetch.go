@@ -136,13 +136,14 @@ type Answer struct {
 // safe for concurrent use; it starts goroutines only for the duration of a
 // call, so it has nothing to close.
 type Fetcher struct {
-	cfg      Config
-	origin   Origin
-	expander Expander // nil when the origin cannot expand
-	cache    *cache.Cache
-	flights  *flights
-	noExpand atomic.Bool                                     // set once the origin answered UNIMPLEMENTED
-	caughtUp atomic.Pointer[func(context.Context, []string)] // see OnCaughtUp
+	cfg       Config
+	origin    Origin
+	expander  Expander // nil when the origin cannot expand
+	cache     *cache.Cache
+	flights   *flights
+	noExpand  atomic.Bool                                     // set once the origin answered UNIMPLEMENTED
+	caughtUp  atomic.Pointer[func(context.Context, []string)] // see OnCaughtUp
+	admission atomic.Pointer[Admission]                       // see SetAdmission
 
 	// fetchedBytes and fetchedObjects total every object filled from the
 	// origin: their ratio is the mean object size.

@@ -16,15 +16,15 @@ type lookup struct {
 
 // Get answers ids from the cache and fetches all misses of the request at
 // once, in one round trip per BatchSize ids (fewer when other requests'
-// misses gather with them), once the admission ctx carries lets it (see
-// WithAdmission). Cached copies past their TTL follow the stale rules of
+// misses gather with them), once its admission lets them (see
+// SetAdmission). Cached copies past their TTL follow the stale rules of
 // Config.
 func (f *Fetcher) Get(ctx context.Context, ids []string) (*Answer, error) {
 	a := &Answer{}
 	ids = dedupe(ids)
 	l := f.lookup(ids)
 	if len(l.need) > 0 {
-		release, err := admit(ctx)
+		release, err := f.admit(ctx)
 		if err != nil {
 			return nil, err
 		}

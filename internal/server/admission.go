@@ -20,7 +20,7 @@ import (
 // beyond waiting more it is refused RESOURCE_EXHAUSTED at once. A request
 // the cache answers whole takes no place and never waits. The decision
 // needs to know what the cache holds, so the fetcher makes it, after its
-// cache lookup and before it asks the origin (fetch.WithAdmission): a
+// cache lookup and before it asks the origin (fetch.Fetcher.SetAdmission): a
 // gRPC tap handle runs earlier but sees only the method, and would refuse
 // hits with misses.
 type misses struct {

@@ -108,6 +108,8 @@ type Fetcher interface {
 	Walk(ctx context.Context, roots []string, b graph.Budget, ahead int64, emit func(level int, rs []fetch.Result) error) (missing []string, err error)
 	// Changed is the one entry of write-side events: see fetch.Fetcher.Changed.
 	Changed(id string, version uint64, deleted bool) bool
+	// SetAdmission: see fetch.Fetcher.SetAdmission.
+	SetAdmission(a fetch.Admission)
 }
 
 // Scheduler is told of every answered demand, to speculate for the
@@ -128,26 +130,27 @@ type Server struct {
 	walks   chan struct{} // one token per GetGraph being served
 	streams *streamMemory
 	misses  *misses
-	admit   fetch.Admission // misses.admit, made once rather than per request
-	near    *near.Hub       // nil unless EnableNear
+	near    *near.Hub // nil unless EnableNear
 }
 
-// New builds the sidecar service.
+// New builds the sidecar service. f's Gets pass its admission of misses
+// (--max-origin-requests, --max-origin-waiting) from now on.
 func New(cfg Config, f Fetcher, sched Scheduler, w Writer, log *slog.Logger) (*Server, error) {
 	cfg.SetDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
 	m := newMisses(cfg.MaxOriginRequests, cfg.MaxOriginWaiting)
+	f.SetAdmission(m.admit)
 	return &Server{cfg: cfg, fetcher: f, sched: sched, writer: w, log: log,
 		walks: make(chan struct{}, cfg.MaxWalks), streams: newStreamMemory(cfg.StreamBytes),
-		misses: m, admit: m.admit}, nil
+		misses: m}, nil
 }
 
 // get answers ids and tells the scheduler.
 func (s *Server) get(ctx context.Context, ids []string, h prefetch.Hint) (*fetch.Answer, error) {
 	s.track(ctx, ids)
-	ctx, span := s.lookupSpan(fetch.WithAdmission(ctx, s.admit), len(ids))
+	ctx, span := s.lookupSpan(ctx, len(ids))
 	a, err := s.fetcher.Get(ctx, ids)
 	endLookup(span, a, err)
 	if err != nil {
