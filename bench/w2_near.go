@@ -78,7 +78,7 @@ func (r *w2Result) nearReadsTable() string {
 // w2NearReadsNote introduces nearReadsTable.
 var w2NearReadsNote = fmt.Sprintf("Where the near-cache row's reads were answered (medians): in-process, or by the sidecar, "+
 	"which held the object (its push had not been applied yet), was fetching it, or had not asked for it. "+
-	"The wait is the time the navigation spent in the reads the sidecar answered; the last column is the part of it "+
+	"The wait is the time the navigation spent in the reads the sidecar answered; the second-to-last column is the part of it "+
 	"spent in reads that came right after another such read: the fetch just waited for did not bring the next object along; "+
 	"the last, the time the near hits took. "+
 	"Near cache %d MiB.\n\n", nearBytes>>20)

@@ -32,9 +32,7 @@ func (s *Scheduler) CaughtUp(ctx context.Context, ids []string) {
 		return
 	}
 	b.Depth *= 2
-	if c := s.tierCap(); c > 0 && (b.MaxObjects == 0 || b.MaxObjects > c) {
-		b.MaxObjects = c
-	}
+	b, _ = s.capBudget(b)
 	s.enqueue(job{ahead: dedupe(ids), budget: b, client: ClientOf(ctx)})
 }
 

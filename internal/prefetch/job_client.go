@@ -48,8 +48,8 @@ func (j *job) goneFor() bool { return j.client != nil && j.client.gone.Load() }
 // Gone is told that c's connection has ended: its queued jobs are dropped
 // and its running ones cancelled, their origin calls cut except those a
 // demand has joined, which the demand waits for. Counted by
-// Metrics.ClientGone. A job of c queued or popped after this is dropped
-// when a worker comes to it.
+// Metrics.ClientGone. A job of c scheduled after this is dropped at once
+// (enqueue); one already on its way into the queue, when a worker pops it.
 func (s *Scheduler) Gone(c *Client) {
 	c.gone.Store(true) // first: whatever is queued or popped from now on sees it
 	var held []*graph.Object

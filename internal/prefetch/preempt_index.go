@@ -13,8 +13,9 @@ import (
 // miss the queue's length times its triggers' refs: with a full queue of
 // jobs below hubs, millions of lookups in the request, and misses are
 // common exactly when the queue is full (a slow origin). Holding a trigger
-// costs its refs once, when its first job is queued: no more than the job
-// spends reading them when it runs. A trigger is indexed by its object, not
+// costs a map write per ref once, when its first job is queued, on the
+// request's goroutine (a hub: thousands), and as many to release it, even
+// for a job that is dropped before it runs. A trigger is indexed by its object, not
 // its id, and held once however many jobs hold it (a hub read again and
 // again).
 type triggerIndex struct {

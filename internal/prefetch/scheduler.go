@@ -325,11 +325,19 @@ func (s *Scheduler) schedule(ctx context.Context, roots []*graph.Object, h Hint)
 	if b.Depth <= 0 {
 		return
 	}
-	j := job{roots: roots, triggers: roots, budget: b, client: ClientOf(ctx)}
-	if c := s.tierCap(); c > 0 && (b.MaxObjects == 0 || b.MaxObjects > c) {
-		j.budget.MaxObjects, j.capped = c, true
-	}
+	j := job{roots: roots, triggers: roots, client: ClientOf(ctx)}
+	j.budget, j.capped = s.capBudget(b)
 	s.enqueue(j)
+}
+
+// capBudget returns b fetching at most tierCap's objects, and whether that
+// lowered it.
+func (s *Scheduler) capBudget(b graph.Budget) (graph.Budget, bool) {
+	if c := s.tierCap(); c > 0 && (b.MaxObjects == 0 || b.MaxObjects > c) {
+		b.MaxObjects = c
+		return b, true
+	}
+	return b, false
 }
 
 // tierCap is how many objects one speculative job may fetch: as many as
