@@ -75,7 +75,7 @@ type Expansion struct {
 	level    int                      // the level being received; lower ones are complete
 	finished bool
 	err      error
-	changed  chan struct{} // closed and replaced at every message and whenever a level completes
+	changed  chan struct{} // closed and replaced whenever a level completes, and at every message of a walk's (async)
 	dropped  int           // objects received that the walk did not expect
 	ahead    *readAhead    // a walk's bound on what it holds for the walk; nil = none
 	// async (a walk's expansion) has Run start a settler, which fills the
@@ -236,7 +236,7 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	if level == 0 {
 		ride = x.ride
 	}
-	joins, _, own := x.f.flights.claimExpand(fresh, x.guard, ride)
+	joins, own := x.f.flights.claimExpand(fresh, x.guard, ride)
 	for _, b := range own {
 		if !x.speculative {
 			b.call.delivered = x.delivered

@@ -84,7 +84,9 @@ func (x *Expansion) record(level int, objs []*graph.Object, missing []string) (m
 	x.deferring = false
 	m.complete, x.completing = x.completing, nil
 	m.stop = x.awaited() == 0
-	x.wake() // a walk sends on what has arrived (see walk.stream)
+	if x.async {
+		x.wake() // a walk sends on what has arrived (see walk.stream); others wait for whole levels
+	}
 	return m, nil
 }
 

@@ -85,8 +85,7 @@ func newFlights(batchSize, slots int) *flights {
 // guards their fetch) use it; the caller holds whatever limits its
 // concurrency.
 func (f *flights) claim(ids []string, batchSize int, g *guard) (joins map[*call][]string, own []*batch) {
-	joins, _, own = f.claimAll(ids, batchSize, g, false, rideNone)
-	return joins, own
+	return f.claimAll(ids, batchSize, g, false, rideNone)
 }
 
 // rides says which ids in flight an Expand asks the origin for again
@@ -107,23 +106,21 @@ const (
 // claimExpand is claim for the ids an Expand expects at one level (g nil
 // for a demand's), in one batch. Its calls are partial: an id the Expand's
 // budget did not reach is not delivered. Ids in flight that ride covers are
-// neither joined nor claimed but returned in rode, for the Expand to ask
-// the origin for them as well.
-func (f *flights) claimExpand(ids []string, g *guard, ride rides) (joins map[*call][]string, rode []string, own []*batch) {
+// neither joined nor claimed: the Expand asks the origin for them as well.
+func (f *flights) claimExpand(ids []string, g *guard, ride rides) (joins map[*call][]string, own []*batch) {
 	return f.claimAll(ids, len(ids), g, true, ride)
 }
 
 // claimAll is claim and claimExpand: partial marks the new calls as an
 // Expand's before another claim can find them (call.partial is read under
 // mu), ride leaves the ids in flight it covers to the caller.
-func (f *flights) claimAll(ids []string, batchSize int, g *guard, partial bool, ride rides) (joins map[*call][]string, rode []string, own []*batch) {
+func (f *flights) claimAll(ids []string, batchSize int, g *guard, partial bool, ride rides) (joins map[*call][]string, own []*batch) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var cur *batch
 	for _, id := range ids {
 		if c, ok := f.calls[id]; ok && c.joinable() {
 			if ride == rideAll || ride == rideBatchGets && !c.partial {
-				rode = append(rode, id)
 				continue
 			}
 			if g == nil {
@@ -140,7 +137,7 @@ func (f *flights) claimAll(ids []string, batchSize int, g *guard, partial bool, 
 		cur.ids = append(cur.ids, id)
 		f.calls[id] = cur.call
 	}
-	return joins, rode, own
+	return joins, own
 }
 
 // claimDemand is claim for a demand. Ids not in flight go, in this order,

@@ -230,7 +230,7 @@ func (s *Server) GetGraph(req *lookaheadv1.GetGraphRequest, stream lookaheadv1.S
 	// ahead of its client.
 	ahead := max(s.cfg.StreamBytes/int64(s.cfg.MaxWalks), 1)
 	missing, err := s.fetcher.Walk(stream.Context(), req.GetRoots(), b, ahead, func(_ int, rs []fetch.Result) error {
-		return s.sendLevel(stream, rs) // a level is complete: send it now
+		return s.sendLevel(stream, rs) // what arrived of a level, in its order: send it now
 	})
 	if err != nil {
 		return toStatus(err)

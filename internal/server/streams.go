@@ -72,7 +72,7 @@ func (s *Server) admitWalk() (done func(), err error) {
 	return func() { <-s.walks }, nil
 }
 
-// sendLevel sends one level of a walk in messages of at most ChunkObjects
+// sendLevel sends what arrived of one level of a walk in messages of at most ChunkObjects
 // objects and about ChunkBytes bytes, each held against the stream memory
 // budget from before it is built until gRPC has taken it.
 func (s *Server) sendLevel(stream lookaheadv1.SidecarService_GetGraphServer, rs []fetch.Result) error {
