@@ -244,7 +244,6 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	gm := metrics.NewGRPCServer(reg)
 	sopts := append(server.Interceptors(gm), server.NewRequestCodec().ServerOptions()...)
 	sopts = append(sopts, tr.ServerOptions()...)
-	sopts = append(sopts, svc.ServerOptions()...)
 	gs := grpc.NewServer(append(sopts, o.transport.serverOptions()...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()
@@ -318,7 +317,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 
 	serveErr := make(chan error, len(lis))
 	for _, l := range lis {
-		go func() { serveErr <- gs.Serve(l) }()
+		go func() { serveErr <- gs.Serve(svc.Listener(l)) }() // each connection a prefetch.Client
 		log.Info("serving", "addr", l.Addr().String(), "origin", o.origins.String(), "metrics", metricsAddr)
 	}
 	if o.addrFile != "" {

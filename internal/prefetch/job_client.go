@@ -2,7 +2,10 @@ package prefetch
 
 import (
 	"context"
+	"net"
 	"sync/atomic"
+
+	"google.golang.org/grpc/peer"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
@@ -28,18 +31,24 @@ type Client struct {
 // NewClient returns the Client of a new connection.
 func NewClient() *Client { return &Client{} }
 
-type clientKey struct{}
-
-// WithClient returns ctx for the requests of c: Scheduler.After finds it
-// there.
-func WithClient(ctx context.Context, c *Client) context.Context {
-	return context.WithValue(ctx, clientKey{}, c)
+// ClientAddr is the remote address of a connection that is a Client: a
+// listener that makes each connection it accepts a Client gives its
+// connections this address, and gRPC hands it to each of their requests
+// in their peer, where ClientOf finds it at no cost to the request.
+type ClientAddr struct {
+	net.Addr
+	Client *Client
 }
 
-// ClientOf returns the Client of ctx, nil if none.
+// ClientOf returns the Client of the gRPC connection ctx is a request of,
+// nil if its remote address is not a ClientAddr.
 func ClientOf(ctx context.Context) *Client {
-	c, _ := ctx.Value(clientKey{}).(*Client)
-	return c
+	if p, ok := peer.FromContext(ctx); ok {
+		if a, ok := p.Addr.(ClientAddr); ok {
+			return a.Client
+		}
+	}
+	return nil
 }
 
 // goneFor reports whether j was scheduled for a client that has gone.

@@ -8,16 +8,19 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/peer"
 
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
 
-// readAs makes one demand of c through the rig and returns its status.
+// readAs makes one demand of c through the rig, as a request on c's
+// connection, and returns its status.
 func readAs(t *testing.T, r *rig, c *Client, id string) Status {
 	t.Helper()
-	rs, _, err := r.engine.Get(WithClient(context.Background(), c), []string{id}, Hint{})
+	ctx := peer.NewContext(context.Background(), &peer.Peer{Addr: ClientAddr{Client: c}})
+	rs, _, err := r.engine.Get(ctx, []string{id}, Hint{})
 	require.NoError(t, err)
 	require.Len(t, rs, 1)
 	return rs[0].Status

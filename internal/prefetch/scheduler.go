@@ -284,7 +284,7 @@ func (s *Scheduler) enqueue(j job) {
 // the request asked for a prefetch: a request that asks gets it, cached or
 // not), and the refresh of what was answered stale; with a chooser, it hands
 // it what the request read instead (see choose). The expansion is for the
-// Client of ctx (see WithClient), the refresh for whoever reads next.
+// Client of ctx (see ClientOf), the refresh for whoever reads next.
 func (s *Scheduler) After(ctx context.Context, a *fetch.Answer, h Hint) {
 	if m := missed(a); m != nil {
 		s.preempt(m)
