@@ -231,6 +231,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	watcher := origs.follow(o.coherence, o.watch, nf, coherence.ResetFunc(func(string) { nf.Clear() }), m, log)
 	watching.Store(watcher)
 
+	o.server.MaxReplyBytes = o.transport.maxMessageBytes
 	svc, err := server.New(o.server, nf, sched, oc, log)
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)

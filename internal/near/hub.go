@@ -34,6 +34,13 @@ type Config struct {
 	// MaxExpiries bounds the fetches remembered until their TTL ends; past
 	// it the oldest is expired early. Default 1048576 (24 MiB).
 	MaxExpiries int
+	// QueueBytes bounds the bytes of pushed objects queued for all
+	// subscribers together, not yet sent; past it predictions are not
+	// pushed (counted as dropped). Each subscriber's queued pushes also
+	// stay within its own budget. A subscriber that does not read so holds
+	// at most its budget of objects the cache may have let go of, and all of
+	// them together at most QueueBytes. Default 64 MiB.
+	QueueBytes int64
 	// MaxAge is the sidecar's TTL, 0 = none: the TTL after each origin
 	// fetch, the subscribers holding the fetched id are told to drop it,
 	// and subscribers are told to keep no copy longer than it.
@@ -56,6 +63,9 @@ func (c *Config) setDefaults() {
 	if c.MaxExpiries == 0 {
 		c.MaxExpiries = 1 << 20
 	}
+	if c.QueueBytes == 0 {
+		c.QueueBytes = 64 << 20
+	}
 }
 
 func (c Config) validate() error {
@@ -70,6 +80,9 @@ func (c Config) validate() error {
 	}
 	if c.Heartbeat <= 0 {
 		errs = append(errs, fmt.Errorf("near heartbeat %v: must be positive", c.Heartbeat))
+	}
+	if c.QueueBytes < 0 {
+		errs = append(errs, fmt.Errorf("near queue bytes %d: must not be negative", c.QueueBytes))
 	}
 	if c.MaxAge < 0 {
 		errs = append(errs, fmt.Errorf("near max age %v: must not be negative", c.MaxAge))
@@ -87,6 +100,7 @@ type Hub struct {
 	subs   map[string]*Subscriber
 	floors *floors
 	exp    expiries
+	queued int64 // bytes of the pushes in every subscriber's queue
 	closed bool
 	next   atomic.Uint64
 }
@@ -126,6 +140,7 @@ func (h *Hub) Unsubscribe(s *Subscriber) {
 	h.mu.Lock()
 	_, ok := h.subs[s.ID]
 	delete(h.subs, s.ID)
+	h.unqueueLocked(s)
 	h.mu.Unlock()
 	if ok {
 		h.m.subscribers.Dec()
@@ -204,6 +219,7 @@ func (h *Hub) flushLocked(s *Subscriber, reason string) {
 	if s.closed {
 		return
 	}
+	h.unqueueLocked(s)
 	s.queue = append(s.queue[:0], Event{Kind: KindFlush, Reason: reason})
 	s.held = map[string]struct{}{}
 	s.signal()
@@ -211,8 +227,9 @@ func (h *Hub) flushLocked(s *Subscriber, reason string) {
 
 // Predicted offers objects the sidecar predicts will be read next. Each
 // subscriber with a budget is pushed those it does not hold, newer than any
-// change announced for them, up to its budget per call; pushes never
-// disconnect a subscriber (a busy queue drops them, counted).
+// change announced for them, while its queued pushes stay within its budget
+// and all queued pushes within Config.QueueBytes; pushes never disconnect a
+// subscriber (a busy queue drops them, counted).
 func (h *Hub) Predicted(objs []*graph.Object, reason string) {
 	if len(objs) == 0 {
 		return
@@ -223,21 +240,30 @@ func (h *Hub) Predicted(objs []*graph.Object, reason string) {
 		if s.budget <= 0 || s.closed {
 			continue
 		}
-		var sent int64
 		for _, o := range objs {
 			if _, ok := s.held[o.ID]; ok || h.floors.below(o) {
 				continue
 			}
 			sz := o.Size()
-			if sent+sz > s.budget || len(s.queue) >= h.cfg.QueueEvents*3/4 {
+			if s.queued+sz > s.budget || h.queued+sz > h.cfg.QueueBytes || len(s.queue) >= h.cfg.QueueEvents*3/4 {
 				h.m.pushDropped.WithLabelValues(s.label).Inc()
 				continue
 			}
-			sent += sz
 			h.holdLocked(s, o.ID)
 			h.enqueueLocked(s, Event{Kind: KindPush, Object: o, Reason: reason})
+			s.queued += sz
+			h.queued += sz
 		}
 	}
+	h.m.queued.Set(float64(h.queued))
+}
+
+// unqueueLocked forgets the pushes queued for s, which its queue is about
+// to drop.
+func (h *Hub) unqueueLocked(s *Subscriber) {
+	h.queued -= s.queued
+	s.queued = 0
+	h.m.queued.Set(float64(h.queued))
 }
 
 // enqueueLocked queues e for s, or disconnects s when its queue is full.
@@ -248,6 +274,7 @@ func (h *Hub) enqueueLocked(s *Subscriber, e Event) {
 	if len(s.queue) >= h.cfg.QueueEvents {
 		s.closed = true
 		s.reason = fmt.Sprintf("subscriber fell behind: %d events queued", len(s.queue))
+		h.unqueueLocked(s)
 		s.queue = nil
 		close(s.gone)
 		h.m.disconnects.WithLabelValues(s.label, "behind").Inc()
@@ -269,7 +296,13 @@ func (h *Hub) Take(s *Subscriber, max int) []Event {
 	copy(out, s.queue)
 	for _, e := range out {
 		h.m.events.WithLabelValues(s.label, e.Kind.String()).Inc()
+		if e.Kind == KindPush {
+			sz := e.Object.Size()
+			s.queued -= sz
+			h.queued -= sz
+		}
 	}
+	h.m.queued.Set(float64(h.queued))
 	rest := copy(s.queue, s.queue[n:])
 	clear(s.queue[rest:])
 	s.queue = s.queue[:rest]

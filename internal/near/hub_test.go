@@ -83,6 +83,36 @@ func TestPushesStayWithinTheBudgetAndNeedOne(t *testing.T) {
 	assert.Equal(t, 1.0, testutil.ToFloat64(h.m.pushDropped.WithLabelValues("small")))
 }
 
+// TestQueuedPushesStayWithinBudgetAndQueueBytes: what is queued and not
+// taken counts, not what one prediction offers: a subscriber that does not
+// take its events is pushed no more than its budget, all of them together
+// no more than QueueBytes, and what is taken, flushed or unsubscribed makes
+// room again.
+func TestQueuedPushesStayWithinBudgetAndQueueBytes(t *testing.T) {
+	size := obj("a", 1).Size()
+	hub := newHub(t, Config{QueueBytes: 3 * size})
+	s := hub.Subscribe(2*size, "s")
+	defer hub.Unsubscribe(s)
+	for _, id := range []string{"a", "b", "c"} {
+		hub.Predicted([]*graph.Object{obj(id, 1)}, "fetch")
+	}
+	assert.Equal(t, 1.0, testutil.ToFloat64(hub.m.pushDropped.WithLabelValues("s")), "c: over the budget, a and b not taken")
+
+	big := hub.Subscribe(1<<62, "big")
+	hub.Predicted([]*graph.Object{obj("d", 1), obj("e", 1)}, "fetch")
+	assert.Equal(t, 1.0, testutil.ToFloat64(hub.m.pushDropped.WithLabelValues("big")), "e: over the hub's room")
+	assert.Equal(t, float64(3*size), testutil.ToFloat64(hub.m.queued))
+
+	assert.Equal(t, []string{"push a v1"}, kinds(hub.Take(s, 1)))
+	assert.Equal(t, float64(2*size), testutil.ToFloat64(hub.m.queued), "taken: room again")
+	hub.Unsubscribe(big)
+	assert.Equal(t, float64(size), testutil.ToFloat64(hub.m.queued), "unsubscribed: room again")
+	hub.Flush("test")
+	assert.Zero(t, testutil.ToFloat64(hub.m.queued), "flushed: room again")
+	hub.Predicted([]*graph.Object{obj("e", 1), obj("f", 1), obj("g", 1)}, "fetch")
+	assert.Equal(t, []string{"flush  v0", "push e v1", "push f v1"}, kinds(hub.Take(s, 10)))
+}
+
 func TestASubscriberThatFallsBehindIsDisconnectedNotWaitedFor(t *testing.T) {
 	h := newHub(t, Config{QueueEvents: 4})
 	s := h.Subscribe(1<<20, "slow")

@@ -12,6 +12,7 @@ const maxLabels = 16
 
 type hubMetrics struct {
 	subscribers prometheus.Gauge
+	queued      prometheus.Gauge
 	events      *prometheus.CounterVec
 	pushDropped *prometheus.CounterVec
 	disconnects *prometheus.CounterVec
@@ -25,11 +26,13 @@ func newHubMetrics(reg prometheus.Registerer) *hubMetrics {
 	m := &hubMetrics{
 		subscribers: prometheus.NewGauge(prometheus.GaugeOpts{Name: "lookahead_near_subscribers",
 			Help: "Near-cache channels (Subscribe streams) open."}),
+		queued: prometheus.NewGauge(prometheus.GaugeOpts{Name: "lookahead_near_queued_bytes",
+			Help: "Bytes of pushed objects queued for near-cache subscribers, not sent yet."}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lookahead_near_events_total",
 			Help: "Events sent to near-cache subscribers, by client name and kind (invalidation, push, flush, heartbeat)."},
 			[]string{"client", "kind"}),
 		pushDropped: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lookahead_near_push_dropped_total",
-			Help: "Predicted objects not pushed because the subscriber's budget for the prediction or its queue was full."},
+			Help: "Predicted objects not pushed because the subscriber's budget, the hub's queue bytes or its queue was full."},
 			[]string{"client"}),
 		disconnects: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lookahead_near_disconnects_total",
 			Help: "Near-cache subscribers the sidecar disconnected, by client name and reason (behind)."},
@@ -39,7 +42,7 @@ func newHubMetrics(reg prometheus.Registerer) *hubMetrics {
 			[]string{"client"}),
 		names: map[string]bool{},
 	}
-	reg.MustRegister(m.subscribers, m.events, m.pushDropped, m.disconnects, m.expired)
+	reg.MustRegister(m.subscribers, m.queued, m.events, m.pushDropped, m.disconnects, m.expired)
 	return m
 }
 

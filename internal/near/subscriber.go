@@ -46,6 +46,7 @@ type Subscriber struct {
 	label  string
 	held   map[string]struct{}
 	queue  []Event
+	queued int64 // bytes of the pushes in queue
 	closed bool
 	reason string
 	wake   chan struct{} // a token when the queue may have events

@@ -119,10 +119,17 @@ func (c *Client) checkMissing(ids []string, asked map[string]answer) (missing []
 
 // expandCheck follows an Expand stream: an object may come only if it is a
 // root or the ref (through the requested fields) of an object already
-// received or known, and only once; a known object never comes.
+// received or known, above the requested depth, and only once; a known
+// object never comes. The stream answers at most max_objects ids, each once
+// (origin.proto): one that answers more (objects and missing ids, whatever
+// their fate) is cut, so that what it costs, to decode and to remember,
+// is bounded by the request and not by how long the origin keeps sending.
 type expandCheck struct {
-	c      *Client
-	fields map[string]bool // nil = all
+	c       *Client
+	fields  map[string]bool // nil = all
+	depth   int             // refs of objects at this level or below are never followed
+	limit   int             // answers the stream may send; 0 = no cap
+	answers int             // objects and missing ids received so far
 	// ids holds every id that may come, roots and refs of accepted objects,
 	// unanswered until it comes, and then what came; an id it does not
 	// hold may not come.
@@ -131,7 +138,7 @@ type expandCheck struct {
 
 func (c *Client) newExpandCheck(roots []string, known []*graph.Object, b graph.Budget) *expandCheck {
 	n := b.SizeHint(len(roots) + len(known))
-	x := &expandCheck{c: c, ids: make(map[string]answer, n)}
+	x := &expandCheck{c: c, ids: make(map[string]answer, n), depth: b.Depth, limit: b.MaxObjects}
 	for _, r := range roots {
 		x.ids[r] = unanswered
 	}
@@ -163,6 +170,13 @@ func (x *expandCheck) follow(o *graph.Object) {
 // used and its missing ids in place.
 func (x *expandCheck) next(m *expandReply) (objs []*graph.Object, missing []string, err error) {
 	c := x.c
+	x.answers += len(m.objs) + len(m.missing)
+	if x.limit > 0 && x.answers > x.limit {
+		c.malformed(metrics.MalformedBeyondBudget)
+		return nil, nil, fmt.Errorf("%w: expand stream answered %d ids (objects and missing ids), more than its max_objects %d",
+			ErrMalformedReply, x.answers, x.limit)
+	}
+	deeper := int64(m.level) < int64(x.depth) // refs of m's objects may come
 	objs = m.objs[:0]
 	for _, o := range m.objs {
 		a, ok := x.ids[o.ID]
@@ -181,7 +195,9 @@ func (x *expandCheck) next(m *expandReply) (objs []*graph.Object, missing []stri
 		if err := c.checkObject(o); err != nil {
 			return nil, nil, fmt.Errorf("%w: %w", ErrMalformedReply, err)
 		}
-		x.follow(o)
+		if deeper {
+			x.follow(o)
+		}
 		objs = append(objs, o)
 	}
 	missing = m.missing[:0]

@@ -11,6 +11,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
 )
 
 // RevisionHeader is the header in which a Watch stream announces the
@@ -40,6 +42,7 @@ func watchErr(err error) error {
 
 // WatchStream is an established change stream.
 type WatchStream struct {
+	c       *Client
 	start   uint64
 	dataset string
 	stream  grpc.ServerStreamingClient[lookaheadv1.WatchResponse]
@@ -52,15 +55,23 @@ func (w *WatchStream) Start() uint64 { return w.start }
 // announced none.
 func (w *WatchStream) DatasetID() string { return w.dataset }
 
-// Recv returns the next batch of changes, in revision order.
+// Recv returns the next batch of changes, in revision order. A change to
+// an id that could never be cached (empty, or longer than graph.MaxIDBytes)
+// is dropped and counted as malformed: it would change nothing, and the
+// version floors it would leave behind hold their ids, so an origin
+// announcing megabyte ids would fill them with its own bytes.
 func (w *WatchStream) Recv() ([]Change, error) {
 	resp, err := w.stream.Recv()
 	if err != nil {
 		return nil, watchErr(err)
 	}
-	out := make([]Change, len(resp.GetChanges()))
-	for i, c := range resp.GetChanges() {
-		out[i] = Change{Revision: c.GetRevision(), ID: c.GetId(), Version: c.GetVersion(), Deleted: c.GetDeleted()}
+	out := make([]Change, 0, len(resp.GetChanges()))
+	for _, c := range resp.GetChanges() {
+		if graph.ValidateID(c.GetId()) != nil {
+			w.c.malformed(metrics.MalformedInvalidID)
+			continue
+		}
+		out = append(out, Change{Revision: c.GetRevision(), ID: c.GetId(), Version: c.GetVersion(), Deleted: c.GetDeleted()})
 	}
 	return out, nil
 }
@@ -102,5 +113,5 @@ func (c *Client) Watch(ctx context.Context, from *uint64) (*WatchStream, error) 
 	if ds := md[DatasetHeader]; len(ds) > 0 {
 		dataset = ds[0]
 	}
-	return &WatchStream{start: rev, dataset: dataset, stream: stream}, nil
+	return &WatchStream{c: c, start: rev, dataset: dataset, stream: stream}, nil
 }

@@ -42,8 +42,8 @@ type Misbehaviour struct {
 	// BatchGetErr, when set, is every BatchGet's answer (make it with
 	// status.Error to choose the code).
 	BatchGetErr error
-	// Omit lists ids a BatchGet reply leaves out of both objects and
-	// missing_ids, although they were asked for.
+	// Omit lists ids a BatchGet reply or an Expand level leaves out of both
+	// objects and missing_ids, although they were asked for.
 	Omit []string
 	// Delay is waited before each BatchGet reply and each Expand message.
 	Delay time.Duration
@@ -213,6 +213,24 @@ func (o *Origin) lookup(ids []string, gen func(string) *graph.Object) (found []*
 	return found, missing
 }
 
+// without is ids less those m omits.
+func (m Misbehaviour) without(ids []string) []string {
+	if len(m.Omit) == 0 {
+		return ids
+	}
+	omit := make(map[string]bool, len(m.Omit))
+	for _, id := range m.Omit {
+		omit[id] = true
+	}
+	var ask []string
+	for _, id := range ids {
+		if !omit[id] {
+			ask = append(ask, id)
+		}
+	}
+	return ask
+}
+
 // wait sleeps d, or until ctx ends when hang; it returns ctx's status if it
 // ended.
 func wait(ctx context.Context, d time.Duration, hang bool) error {
@@ -245,17 +263,7 @@ func (o *Origin) BatchGet(ctx context.Context, req *lookaheadv1.OriginServiceBat
 	if bad.BatchGetErr != nil {
 		return nil, bad.BatchGetErr
 	}
-	omit := make(map[string]bool, len(bad.Omit))
-	for _, id := range bad.Omit {
-		omit[id] = true
-	}
-	var ask []string
-	for _, id := range req.GetIds() {
-		if !omit[id] {
-			ask = append(ask, id)
-		}
-	}
-	found, missing := o.lookup(ask, bad.Generate)
+	found, missing := o.lookup(bad.without(req.GetIds()), bad.Generate)
 	return &lookaheadv1.OriginServiceBatchGetResponse{Objects: graphpb.ToProtos(found), MissingIds: missing}, nil
 }
 
@@ -285,7 +293,7 @@ func (o *Origin) Expand(req *lookaheadv1.ExpandRequest, stream grpc.ServerStream
 		if err := wait(ctx, bad.Delay, bad.Hang); err != nil {
 			return err
 		}
-		found, missing := o.lookup(t.Pending(), bad.Generate)
+		found, missing := o.lookup(bad.without(t.Pending()), bad.Generate)
 		level := n
 		if bad.Level != nil {
 			level = bad.Level(n)

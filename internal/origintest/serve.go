@@ -56,8 +56,11 @@ func (o *Origin) StartTCP(t T) string {
 	return lis.Addr().String()
 }
 
+// serve serves the origin on lis until the test ends; the cleanup waits for
+// its handlers too, so that a test's leak check never finds one still
+// sending a large level to a client that went away.
 func (o *Origin) serve(t T, lis net.Listener) {
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(grpc.WaitForHandlers(true))
 	o.Register(gs)
 	done := make(chan struct{})
 	go func() {

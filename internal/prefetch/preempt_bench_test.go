@@ -74,3 +74,42 @@ func BenchmarkMissOvertakesHubJob(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkHubJobQueued is what queueing the job below a hub costs the
+// request that read it (the hit of a hub), with the queue full of hub
+// jobs behind a worker held at the origin, so that the oldest is dropped.
+// cpu-ns/op is the process's CPU per job queued, indexing off the request
+// included.
+func BenchmarkHubJobQueued(b *testing.B) {
+	for _, c := range []struct{ queue, refs int }{{64, 1000}, {1024, 1000}} {
+		b.Run(fmt.Sprintf("queue=%d/hub=%d", c.queue, c.refs), func(b *testing.B) {
+			s, hubs := fullQueue(b, c.queue, c.refs)
+			cpu := cpuTime()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				h := hubs[i%len(hubs)]
+				again := &graph.Object{ID: h.ID, Version: h.Version, Type: h.Type, Refs: h.Refs} // a fresh copy
+				s.enqueue(job{roots: []*graph.Object{again}, triggers: []*graph.Object{again}, budget: graph.Budget{Depth: 1}})
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}
+
+// BenchmarkTriggerHeldAndReleased is what the index costs one job below a
+// trigger of refs refs while the queue is short: held when a request
+// queues it, released when it ends.
+func BenchmarkTriggerHeldAndReleased(b *testing.B) {
+	for _, refs := range []int{4, 100, 1000} {
+		b.Run(fmt.Sprintf("refs=%d", refs), func(b *testing.B) {
+			x := newTriggerIndex()
+			ts := []*graph.Object{hub("hub", refs)}
+			b.ReportAllocs()
+			for b.Loop() {
+				x.hold(ts)
+				x.release(ts)
+			}
+		})
+	}
+}

@@ -261,27 +261,6 @@ func TestOvertakeNeedsEveryTrigger(t *testing.T) {
 	assert.Empty(t, gone)
 }
 
-// The index finds a trigger while any job holds it, and forgets it, refs
-// and all, when the last one lets go.
-func TestTriggerIndexHoldsWhileAJobDoes(t *testing.T) {
-	a, b := node("a", "c", "a.1"), node("b", "c")
-	x := newTriggerIndex()
-	x.hold([]*graph.Object{a})
-	x.hold([]*graph.Object{a, b}) // a hub read again, beside another object
-	assert.Nil(t, x.overtaken([]string{"a", "b", "z"}), "no held trigger refers to them")
-	assert.Equal(t, map[*graph.Object]bool{a: true, b: true}, x.overtaken([]string{"c"}))
-	x.release([]*graph.Object{a, b})
-	assert.Equal(t, map[*graph.Object]bool{a: true}, x.overtaken([]string{"c", "a.1"}), "the first job still holds a")
-	x.release([]*graph.Object{a})
-	assert.Nil(t, x.overtaken([]string{"c", "a.1"}))
-	x.hold([]*graph.Object{b, a})
-	x.release([]*graph.Object{b})
-	assert.Equal(t, map[*graph.Object]bool{a: true}, x.overtaken([]string{"c"}), "b let go first")
-	x.release([]*graph.Object{a})
-	assert.Empty(t, x.refer, "nothing is left of released triggers")
-	assert.Empty(t, x.held)
-}
-
 // Every way a job ends lets go of its triggers: run to its end, dropped
 // from a full queue, overtaken queued or running. Otherwise the index
 // would keep every object ever read.

@@ -120,7 +120,7 @@ func newRig(t testing.TB, objs []*graph.Object, o rigOptions) *rig {
 	require.NoError(t, err)
 	oc, err := origin.New(occ, origin.Config{}, m)
 	require.NoError(t, err)
-	hub, err := near.New(o.near, prometheus.NewRegistry())
+	hub, err := near.New(o.near, reg)
 	require.NoError(t, err)
 	t.Cleanup(hub.Close)
 	f, err := fetch.New(fetch.Config{Metrics: wire.Fetch(m), Speculative: origin.Speculative}, hub.Fetching(oc), c)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"testing"
 
@@ -11,6 +12,9 @@ import (
 	"google.golang.org/grpc/status"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/origin"
+	"github.com/lookahead-dev/lookahead/internal/origintest"
 )
 
 // TestMaxDepthLimitsGetGraph: --max-depth N is the deepest level a GetGraph
@@ -52,4 +56,26 @@ func TestMaxDepthLimitsGetGraph(t *testing.T) {
 		_, _, err := deepest(&lookaheadv1.GetGraphRequest{Roots: []string{"task-0"}, Depth: &over})
 		assert.Equal(t, codes.InvalidArgument, status.Code(err), "depth %d over a limit of %d", over, limit)
 	}
+}
+
+// TestBatchGetReplyOverTheLimitIsRefused: a BatchGet of a few ids whose
+// objects together take more than a reply may is refused
+// RESOURCE_EXHAUSTED naming the limit, before its reply is built; fewer of
+// the same ids are answered.
+func TestBatchGetReplyOverTheLimitIsRefused(t *testing.T) {
+	var objs []*graph.Object
+	var ids []string
+	for i := range 5 {
+		o := &graph.Object{ID: fmt.Sprintf("o%d", i), Version: 1, Payload: make([]byte, 4<<10)}
+		objs, ids = append(objs, o), append(ids, o.ID)
+	}
+	r := newHostileRigWith(t, origintest.New(objs...), origin.Config{}, Config{MaxReplyBytes: 10 << 10})
+	ctx := context.Background()
+	_, err := r.client.BatchGet(ctx, &lookaheadv1.BatchGetRequest{Ids: ids})
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+	assert.Regexp(t, `^the 5 objects asked for take \d+ bytes, more than a reply may \(10240, --max-message-bytes\): ask for fewer ids at a time$`,
+		status.Convert(err).Message())
+	resp, err := r.client.BatchGet(ctx, &lookaheadv1.BatchGetRequest{Ids: ids[:2]})
+	require.NoError(t, err)
+	assert.Len(t, resp.GetResults(), 2)
 }

@@ -44,6 +44,12 @@ type Config struct {
 	// MaxOriginWaiting, and beyond that are refused RESOURCE_EXHAUSTED (see
 	// misses). Defaults 256 and 4096.
 	MaxOriginRequests, MaxOriginWaiting int
+	// MaxReplyBytes bounds a BatchGet reply: one whose objects take more
+	// is refused RESOURCE_EXHAUSTED before it is built, where gRPC would
+	// refuse it only once encoded whole, after the sidecar had held it
+	// twice (objects and encoding) for a few bytes of request. The
+	// sidecar's --max-message-bytes; default 64 MiB.
+	MaxReplyBytes int64
 }
 
 // SetDefaults fills zero values with the documented defaults.
@@ -75,6 +81,9 @@ func (c *Config) SetDefaults() {
 	if c.MaxOriginWaiting == 0 {
 		c.MaxOriginWaiting = 4096
 	}
+	if c.MaxReplyBytes == 0 {
+		c.MaxReplyBytes = 64 << 20
+	}
 }
 
 // Validate reports every broken limit.
@@ -92,6 +101,9 @@ func (c Config) Validate() error {
 	}
 	if c.StreamBytes < 1 {
 		errs = append(errs, fmt.Errorf("stream bytes %d: must be at least 1", c.StreamBytes))
+	}
+	if c.MaxReplyBytes < 1 {
+		errs = append(errs, fmt.Errorf("max reply bytes %d: must be at least 1", c.MaxReplyBytes))
 	}
 	return errors.Join(errs...)
 }
@@ -193,6 +205,10 @@ func (s *Server) BatchGet(ctx context.Context, req *lookaheadv1.BatchGetRequest)
 	if err != nil {
 		return nil, err
 	}
+	if n := replyBytes(a.Results); n > s.cfg.MaxReplyBytes {
+		return nil, status.Errorf(codes.ResourceExhausted, "the %d objects asked for take %d bytes, more than a reply may (%d, --max-message-bytes): ask for fewer ids at a time",
+			len(a.Results), n, s.cfg.MaxReplyBytes)
+	}
 	resp := &lookaheadv1.BatchGetResponse{Results: make([]*lookaheadv1.Result, len(a.Results)), MissingIds: a.Missing}
 	for i, r := range a.Results {
 		resp.Results[i] = result(r)
@@ -287,6 +303,20 @@ func (s *Server) Invalidate(_ context.Context, req *lookaheadv1.InvalidateReques
 		}
 	}
 	return &lookaheadv1.InvalidateResponse{Invalidated: uint32(n)}, nil
+}
+
+// replyBytes is about what rs take in a reply: their objects' encoded
+// bytes, or their Size, which is never less, for those decoded otherwise.
+func replyBytes(rs []fetch.Result) int64 {
+	var n int64
+	for _, r := range rs {
+		if w := r.Object.Wire; w != nil {
+			n += int64(len(w))
+		} else {
+			n += r.Object.Size()
+		}
+	}
+	return n
 }
 
 func result(r fetch.Result) *lookaheadv1.Result {

@@ -1,0 +1,196 @@
+package prefetch
+
+import (
+	"errors"
+	"math"
+	"slices"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// expandWhole handles level d below the roots when its refs are all wanted
+// (short, the fields of those that are not, is empty), or, within the
+// levels ahead, all those of the fields the application follows: when the
+// origin has Expand and the levels below are wanted too, one Expand brings
+// them all in one round trip instead of one BatchGet per level. Within the
+// levels ahead that is what keeps the application from waiting: a walk
+// that reads faster than one level per round trip outruns speculation that
+// fetches one level per round trip. It reports whether it did.
+func (w *chanceWalk) expandWhole(level []step, cands []candidate, short []string, d int) bool {
+	s := w.s
+	if !s.fetcher.CanExpand() || d >= w.depth || !slices.ContainsFunc(cands, func(c candidate) bool {
+		_, known := s.fetcher.Peek(c.id)
+		return !known
+	}) {
+		return false // none to fetch: walk on through what is held
+	}
+	var b graph.Budget
+	if len(short) == 0 {
+		b = w.wholeBudget(level, d)
+	}
+	if ahead, ok := w.windowBudget(level, short, d); ok && (ahead.Depth > b.Depth || !subset(ahead.Fields, b.Fields)) {
+		// The levels ahead go deeper than the level's lists are expected
+		// whole, or through fields the level does not have (a chain's next
+		// leads to a branch's left and right).
+		b = ahead
+	}
+	if b.Depth == 0 {
+		return false
+	}
+	// Every candidate is a root, held ones too (the Expand walks through
+	// them without fetching them again): below them the levels are as much
+	// wanted as below the others, and one round trip is cheaper than a job
+	// per level.
+	roots := make([]string, 0, len(cands))
+	for _, c := range cands {
+		roots = append(roots, c.id)
+	}
+	roots = dedupe(roots)
+	// One such Expand at a time: jobs of reads close together want the same
+	// levels (a query's trees), and a second Expand would bring again all
+	// that the first is bringing below the roots they share. The job that
+	// finds one in flight leaves the levels to it; a read it does not cover
+	// schedules another job.
+	if !s.whole.CompareAndSwap(false, true) {
+		return true
+	}
+	defer s.whole.Store(false)
+	x, err := s.runExpansion(w.ctx, roots, b)
+	if err != nil {
+		return !errors.Is(err, errors.ErrUnsupported) // trouble: stop; unsupported: level by level
+	}
+	_, _ = x.JoinedRoots(w.ctx)
+	return true
+}
+
+// windowBudget is the Expand below level d's candidates when level d is
+// one of the levels ahead: as many levels again below them, since the
+// application reads that many while the Expand is on its way and the next
+// one starts from where this one ends. It follows the fields the chooser
+// has seen followed at the least chance fetched there (a page's next, left
+// and right), and fetches at most as many objects as those levels hold at
+// that chance (a path that halves at every level holds no more). Not when
+// a followed field has refs on the level not wanted (short: a hub's list,
+// read only in part), nor when the level's types are not read on below
+// through the followed fields (continues). Refs of other fields are left
+// out (an out-ref never followed).
+func (w *chanceWalk) windowBudget(level []step, short []string, d int) (graph.Budget, bool) {
+	if d > w.ahead {
+		return graph.Budget{}, false
+	}
+	followed := w.s.chooser.Followed(w.near)
+	if len(followed) == 0 || slices.ContainsFunc(short, func(f string) bool { return slices.Contains(followed, f) }) ||
+		!w.s.continues(level, 1, w.near, followed) {
+		return graph.Budget{}, false // none followed would mean all
+	}
+	b := graph.Budget{Depth: min(w.ahead, w.depth-d), MaxObjects: min(w.budget, int(math.Ceil(float64(w.ahead+1)/w.near))),
+		Fields: followed}
+	return b, true
+}
+
+// subset reports whether every field of a is in b.
+func subset(a, b []string) bool {
+	for _, f := range a {
+		if !slices.Contains(b, f) {
+			return false
+		}
+	}
+	return true
+}
+
+// wholeBudget is the Expand below level d's candidates, beyond the levels
+// ahead, for as many levels as the level's lists are expected to go on
+// being read whole (a tree read to its leaves), following the level's
+// fields; Depth 0 when none.
+func (w *chanceWalk) wholeBudget(level []step, d int) graph.Budget {
+	left := w.depth - d
+	deeper := 0
+	for deeper < left && w.s.continues(level, deeper+1, w.threshold(d+deeper+1), nil) {
+		deeper++
+	}
+	b := graph.Budget{Depth: deeper, MaxObjects: w.budget}
+	if deeper == 0 {
+		return b
+	}
+	for _, f := range fieldsOf(level) {
+		b.Fields = append(b.Fields, f.field)
+	}
+	return b
+}
+
+// fieldList is one field of a level's objects and its longest list.
+type fieldList struct {
+	field   string
+	longest int
+}
+
+// fieldsOf returns the fields of level's objects, each with its longest list.
+func fieldsOf(level []step) []fieldList {
+	var out []fieldList
+	for _, st := range level {
+		for _, f := range listLengths(st.o) {
+			i := slices.IndexFunc(out, func(g fieldList) bool { return g.field == f.field })
+			if i < 0 {
+				out = append(out, f)
+			} else {
+				out[i].longest = max(out[i].longest, f.longest)
+			}
+		}
+	}
+	return out
+}
+
+// listLengths returns o's fields, each with the length of its list.
+func listLengths(o *graph.Object) []fieldList {
+	var out []fieldList
+	for _, r := range o.Refs {
+		i := slices.IndexFunc(out, func(g fieldList) bool { return g.field == r.Field })
+		if i < 0 {
+			out = append(out, fieldList{field: r.Field, longest: 1})
+		} else {
+			out[i].longest++
+		}
+	}
+	return out
+}
+
+// continues reports whether, k levels below level, lists of the level's
+// types, with the fields each type has there and as long as the level's
+// longest, are expected to be read whole: each ref's chance reaches
+// threshold. Only fields in only count, unless it is nil.
+func (s *Scheduler) continues(level []step, k int, threshold float64, only []string) bool {
+	all := fieldsOf(level)
+	type key struct {
+		typ   string
+		depth int
+	}
+	var keys []key
+	has := map[key]map[string]bool{} // the fields of each type at each depth
+	for _, st := range level {
+		k := key{st.o.Type, st.depth}
+		if has[k] == nil {
+			keys = append(keys, k)
+			has[k] = map[string]bool{}
+		}
+		for _, r := range st.o.Refs {
+			has[k][r.Field] = only == nil || slices.Contains(only, r.Field)
+		}
+	}
+	probe := &graph.Object{}
+	var buf []float64
+	for _, t := range keys {
+		probe.Type, probe.Refs = t.typ, probe.Refs[:0]
+		for _, f := range all {
+			for i := 0; has[t][f.field] && i < f.longest; i++ {
+				probe.Refs = append(probe.Refs, graph.Ref{Field: f.field})
+			}
+		}
+		buf = s.chooser.Chances(probe, t.depth+k, buf)
+		for _, p := range buf {
+			if p < threshold {
+				return false
+			}
+		}
+	}
+	return true
+}

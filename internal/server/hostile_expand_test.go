@@ -1,0 +1,53 @@
+package server
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/metrics"
+	"github.com/lookahead-dev/lookahead/internal/origin"
+	"github.com/lookahead-dev/lookahead/internal/origintest"
+)
+
+// TestExpandFloodIsCutAtMaxObjects: an origin answers a GetGraph's Expand
+// with an endless tree, every object reachable from the root, all numbered
+// level 1, and never the one child the walk waits for. Each object it sends
+// is dropped by the walk (beyond max_objects), but its refs would be
+// remembered as ids that may come, and the stream would run until the
+// deadline, decoding and remembering without end. It is cut as soon as it
+// answers more ids than max_objects: INTERNAL, naming the problem; and the
+// sidecar goes on serving well-formed requests.
+func TestExpandFloodIsCutAtMaxObjects(t *testing.T) {
+	o := origintest.New(&graph.Object{ID: "ok", Version: 1, Refs: []graph.Ref{{Field: "child", ID: "ok/0"}}},
+		&graph.Object{ID: "ok/0", Version: 1})
+	o.Misbehave(origintest.Misbehaviour{Generate: origintest.Endless(50), IgnoreBudget: true, Omit: []string{"r/0"},
+		Level: func(n uint32) uint32 { return min(n, 1) }})
+	r := newHostileRig(t, o, origin.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	s, err := r.client.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{"r"}, Depth: u32(1), MaxObjects: u32(3)})
+	require.NoError(t, err)
+	_, err = drain(s)
+	require.Equal(t, codes.Internal, status.Code(err), "%v", err)
+	assert.Contains(t, status.Convert(err).Message(), "origin reply malformed: expand stream answered 50 ids (objects and missing ids), more than its max_objects 3")
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.OriginMalformed.WithLabelValues(metrics.MalformedBeyondBudget)))
+
+	resp, err := r.get("ok")
+	require.NoError(t, err, "other requests are served")
+	assert.Equal(t, "ok", resp.GetObject().GetId())
+	s, err = r.client.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{"ok"}, Depth: u32(1), MaxObjects: u32(3)})
+	require.NoError(t, err)
+	n, err := drain(s)
+	require.NoError(t, err)
+	assert.Equal(t, 2, n)
+}

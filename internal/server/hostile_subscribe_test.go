@@ -1,0 +1,88 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+
+	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/near"
+	"github.com/lookahead-dev/lookahead/internal/prefetch"
+)
+
+// TestSubscribersThatNeverReadHoldAtMostTheQueueBytes: near-cache
+// subscribers with the largest budget never read their streams while
+// another client's reads make the sidecar prefetch, and so push, 1200
+// objects (about 400 KB, more than a stream's flow-control window and one
+// message of events). What their queues hold stays within the hub's
+// QueueBytes, where each would otherwise hold everything pushed since it
+// stopped reading, objects the cache may have let go of; the other
+// client's reads are all answered.
+func TestSubscribersThatNeverReadHoldAtMostTheQueueBytes(t *testing.T) {
+	const roots, fanout, limit = 300, 4, 32 << 10
+	var objs []*graph.Object
+	var ids []string
+	for i := range roots {
+		root := &graph.Object{ID: fmt.Sprintf("r%d", i), Version: 1, Type: "Root"}
+		for j := range fanout {
+			kid := &graph.Object{ID: fmt.Sprintf("r%d.%d", i, j), Version: 1, Type: "Kid", Payload: make([]byte, 256)}
+			root.Refs = append(root.Refs, graph.Ref{Field: "kid", ID: kid.ID})
+			objs = append(objs, kid)
+		}
+		objs = append(objs, root)
+		ids = append(ids, root.ID)
+	}
+	r := newRig(t, objs, rigOptions{engine: prefetch.Config{Mode: prefetch.ModeStatic}, planner: prefetch.Static{Depth: 1},
+		near: near.Config{QueueBytes: limit}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	// A fixed flow-control window: gRPC's own grows with the bandwidth
+	// measured, and over memory it would take all the pushes in.
+	slow := lookaheadv1.NewSidecarServiceClient(r.dial(grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10)))
+	for range 5 {
+		s, err := slow.Subscribe(ctx, &lookaheadv1.SubscribeRequest{BudgetBytes: 1 << 62, ClientName: "never reads"})
+		require.NoError(t, err)
+		_, err = s.Recv() // the hello, then nothing
+		require.NoError(t, err)
+	}
+	reader := lookaheadv1.NewSidecarServiceClient(r.dial())
+	for i := 0; i < roots; i += 100 {
+		resp, err := reader.BatchGet(ctx, &lookaheadv1.BatchGetRequest{Ids: ids[i : i+100]})
+		require.NoError(t, err)
+		require.Len(t, resp.GetResults(), 100, "the other client is answered")
+	}
+	require.Eventually(t, func() bool {
+		for _, o := range objs {
+			if got, _ := r.cache.Peek(o.ID); got == nil {
+				return false
+			}
+		}
+		return true
+	}, 20*time.Second, 5*time.Millisecond, "every child prefetched, so pushed")
+	assert.LessOrEqual(t, sample(t, r.reg, "lookahead_near_queued_bytes"), float64(limit))
+	assert.Positive(t, sample(t, r.reg, "lookahead_near_push_dropped_total"), "pushes beyond the limit were dropped")
+}
+
+// sample is the value of the gauge or counter name in reg, summed over its
+// labels.
+func sample(t *testing.T, reg prometheus.Gatherer, name string) float64 {
+	t.Helper()
+	fams, err := reg.Gather()
+	require.NoError(t, err)
+	var v float64
+	for _, f := range fams {
+		if f.GetName() == name {
+			for _, m := range f.GetMetric() {
+				v += m.GetGauge().GetValue() + m.GetCounter().GetValue()
+			}
+		}
+	}
+	return v
+}
