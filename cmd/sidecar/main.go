@@ -245,7 +245,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	gm := metrics.NewGRPCServer(reg)
 	sopts := append(server.Interceptors(gm), server.NewRequestCodec(o.server.MaxIDs).ServerOptions()...)
 	sopts = append(sopts, tr.ServerOptions()...)
-	gs := grpc.NewServer(append(sopts, o.transport.serverOptions()...)...)
+	gs := grpc.NewServer(append(sopts, o.transport.serverOptions(o.server.MaxIDs)...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)
