@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
 )
@@ -136,13 +137,30 @@ func (t *transportOptions) dial(target string) (*grpc.ClientConn, error) {
 	return origin.Dial(target, origin.DialConfig{TLS: t.originTLS, MaxMessageBytes: int(t.maxMessageBytes), ReconnectMax: time.Second, Options: t.dialOptions})
 }
 
-// serverOptions are the gRPC server's message and stream limits and
-// credentials.
-func (t *transportOptions) serverOptions() []grpc.ServerOption {
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(t.maxMessageBytes)), grpc.MaxSendMsgSize(int(t.maxMessageBytes)),
+// maxHeaderBytes bounds the metadata of a request (HTTP/2
+// SETTINGS_MAX_HEADER_LIST_SIZE): room for tokens and trace context, where
+// gRPC's own 16 MiB let each of a connection's streams hold that much.
+const maxHeaderBytes = 64 << 10
+
+// serverOptions are the gRPC server's message, metadata and stream limits
+// and credentials. A request is received only up to requestBytes(maxIDs).
+func (t *transportOptions) serverOptions(maxIDs int) []grpc.ServerOption {
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(t.requestBytes(maxIDs))), grpc.MaxSendMsgSize(int(t.maxMessageBytes)),
+		grpc.MaxHeaderListSize(maxHeaderBytes),
 		grpc.MaxConcurrentStreams(uint32(t.maxStreams))} // 0 is gRPC's own "no limit"
 	if t.serverTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(t.serverTLS)))
 	}
 	return opts
+}
+
+// requestBytes is the largest request the sidecar may have to answer, up to
+// --max-message-bytes: a Put of an object of --max-object-bytes, or two
+// lists of maxIDs ids of the longest (a GetGraph's roots and fields), with
+// 64 KiB for the rest of the request. gRPC refuses a longer one from its
+// length prefix, before reading it, so that a client cannot make each of
+// its streams hold --max-message-bytes for a request that would be refused.
+func (t *transportOptions) requestBytes(maxIDs int) int64 {
+	ids := 2 * int64(maxIDs) * (graph.MaxIDBytes + 1 + 2) // each with its tag and length
+	return min(t.maxMessageBytes, max(t.maxObjectBytes, ids)+64<<10)
 }
