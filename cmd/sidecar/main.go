@@ -102,7 +102,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.fetch.DemandBatches, "demand-batches", 4, "demand BatchGets in flight at once; beyond it, concurrent requests' misses gather into the next batch")
 	fs.IntVar(&o.sched.QueueSize, "prefetch-queue", 1024, "speculative jobs waiting for a worker, newest first; beyond it the oldest are dropped and counted")
 	fs.BoolVar(&o.fetch.DisableExpand, "no-expand", false, "never use the origin's server-side Expand")
-	fs.IntVar(&o.server.MaxIDs, "max-ids", 1000, "ids per request")
+	fs.IntVar(&o.server.MaxIDs, "max-ids", 1000, "ids per request, and fields; a longer list is refused before it is decoded")
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 16, "largest depth a request may ask for")
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 100000, "largest max_objects a request may ask for")
 	fs.IntVar(&o.server.MaxWalks, "max-walks", 64, "GetGraph streams served at once; beyond it new ones are refused RESOURCE_EXHAUSTED")
@@ -243,9 +243,9 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	// The request codec comes after the counting interceptors, so that a
 	// request that does not decode is counted with its INVALID_ARGUMENT.
 	gm := metrics.NewGRPCServer(reg)
-	sopts := append(server.Interceptors(gm), server.NewRequestCodec().ServerOptions()...)
+	sopts := append(server.Interceptors(gm), server.NewRequestCodec(o.server.MaxIDs).ServerOptions()...)
 	sopts = append(sopts, tr.ServerOptions()...)
-	gs := grpc.NewServer(append(sopts, o.transport.serverOptions()...)...)
+	gs := grpc.NewServer(append(sopts, o.transport.serverOptions(o.server.MaxIDs)...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()
 	hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING)

@@ -10,7 +10,9 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/keepalive"
 
+	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
 )
@@ -31,8 +33,12 @@ type transportOptions struct {
 	maxObjectBytes  int64
 	maxMessageBytes int64
 	maxStreams      int // per client connection; 0 = no limit
-	serverFiles     tlsconfig.Server
-	originFiles     tlsconfig.Client
+	// keepaliveTime and keepaliveTimeout: a client connection silent for
+	// keepaliveTime is pinged, and cut when it does not answer within
+	// keepaliveTimeout.
+	keepaliveTime, keepaliveTimeout time.Duration
+	serverFiles                     tlsconfig.Server
+	originFiles                     tlsconfig.Client
 
 	serverTLS, originTLS *tls.Config       // loaded by finish; nil = plaintext
 	dialOptions          []grpc.DialOption // added to the origin connections' own (tracing's)
@@ -48,6 +54,8 @@ func (t *transportOptions) register(fs *flag.FlagSet) {
 	fs.Var((*byteSize)(&t.maxObjectBytes), "max-object-bytes", "largest object accepted from the origin (id, type, refs and payload); a reply carrying a larger one is refused and counted in lookahead_origin_malformed_total")
 	fs.Var((*byteSize)(&t.maxMessageBytes), "max-message-bytes", "largest gRPC message received or sent, by the sidecar's server and on the origin connection; a larger one fails RESOURCE_EXHAUSTED")
 	fs.IntVar(&t.maxStreams, "max-concurrent-streams", defaultMaxStreams, "requests (calls and streams) one client connection may have in progress at once (HTTP/2 MAX_CONCURRENT_STREAMS); more wait in that client, so that one application's flood of misses cannot take the cores other connections' hits need; 0 = no limit")
+	fs.DurationVar(&t.keepaliveTime, "keepalive-time", 30*time.Second, "how long a client connection may be silent before the sidecar pings it; one that does not answer within --keepalive-timeout is cut, and what its calls held (a GetGraph's --max-walks place, a near cache's queue) is freed")
+	fs.DurationVar(&t.keepaliveTimeout, "keepalive-timeout", 10*time.Second, "how long a pinged client connection has to answer before the sidecar cuts it")
 	fs.StringVar(&t.serverFiles.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM); needs --tls-key; empty = plaintext")
 	fs.StringVar(&t.serverFiles.KeyFile, "tls-key", "", "private key (PEM) of --tls-cert")
 	fs.StringVar(&t.serverFiles.ClientCAFile, "tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS; needs --tls-cert")
@@ -87,6 +95,14 @@ func (t *transportOptions) finish() error {
 	}
 	if t.maxStreams < 0 || t.maxStreams > math.MaxUint32 {
 		errs = append(errs, fmt.Errorf("-max-concurrent-streams %d: must be between 0 (no limit) and %d", t.maxStreams, uint32(math.MaxUint32)))
+	}
+	for _, v := range []struct {
+		flag string
+		d    time.Duration
+	}{{"keepalive-time", t.keepaliveTime}, {"keepalive-timeout", t.keepaliveTimeout}} {
+		if v.d < time.Second {
+			errs = append(errs, fmt.Errorf("-%s %v: must be at least 1s", v.flag, v.d))
+		}
 	}
 	if t.maxObjectBytes < 1 {
 		errs = append(errs, fmt.Errorf("-max-object-bytes %d: must be positive", t.maxObjectBytes))
@@ -136,13 +152,33 @@ func (t *transportOptions) dial(target string) (*grpc.ClientConn, error) {
 	return origin.Dial(target, origin.DialConfig{TLS: t.originTLS, MaxMessageBytes: int(t.maxMessageBytes), ReconnectMax: time.Second, Options: t.dialOptions})
 }
 
-// serverOptions are the gRPC server's message and stream limits and
-// credentials.
-func (t *transportOptions) serverOptions() []grpc.ServerOption {
-	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(t.maxMessageBytes)), grpc.MaxSendMsgSize(int(t.maxMessageBytes)),
+// maxHeaderBytes bounds the metadata of a request (HTTP/2
+// SETTINGS_MAX_HEADER_LIST_SIZE): room for tokens and trace context, where
+// gRPC's own 16 MiB let each of a connection's streams hold that much.
+const maxHeaderBytes = 64 << 10
+
+// serverOptions are the gRPC server's message, metadata and stream limits
+// and credentials. A request is received only up to requestBytes(maxIDs).
+func (t *transportOptions) serverOptions(maxIDs int) []grpc.ServerOption {
+	opts := []grpc.ServerOption{grpc.MaxRecvMsgSize(int(t.requestBytes(maxIDs))), grpc.MaxSendMsgSize(int(t.maxMessageBytes)),
+		grpc.MaxHeaderListSize(maxHeaderBytes),
+		// gRPC's own pings a silent client after two hours: a client gone
+		// without closing its connection would hold its calls till then.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: t.keepaliveTime, Timeout: t.keepaliveTimeout}),
 		grpc.MaxConcurrentStreams(uint32(t.maxStreams))} // 0 is gRPC's own "no limit"
 	if t.serverTLS != nil {
 		opts = append(opts, grpc.Creds(credentials.NewTLS(t.serverTLS)))
 	}
 	return opts
+}
+
+// requestBytes is the largest request the sidecar may have to answer, up to
+// --max-message-bytes: a Put of an object of --max-object-bytes, or two
+// lists of maxIDs ids of the longest (a GetGraph's roots and fields), with
+// 64 KiB for the rest of the request. gRPC refuses a longer one from its
+// length prefix, before reading it, so that a client cannot make each of
+// its streams hold --max-message-bytes for a request that would be refused.
+func (t *transportOptions) requestBytes(maxIDs int) int64 {
+	ids := 2 * int64(maxIDs) * (graph.MaxIDBytes + 1 + 2) // each with its tag and length
+	return min(t.maxMessageBytes, max(t.maxObjectBytes, ids)+64<<10)
 }

@@ -57,6 +57,8 @@ var badValues = map[string][]flagconftest.Bad{
 	"origin-timeout":          {{"-1s", "-origin-timeout -1s: must not be negative"}},
 	"origin-breaker-cooldown": {{"0", "-origin-breaker-cooldown 0s: must be positive"}},
 	"max-object-bytes":        {{"0", "-max-object-bytes 0: must be positive"}},
+	"keepalive-time":          {{"500ms", "-keepalive-time 500ms: must be at least 1s"}},
+	"keepalive-timeout":       {{"0", "-keepalive-timeout 0s: must be at least 1s"}},
 	"max-concurrent-streams":  {{"-1", "-max-concurrent-streams -1: must be between 0 (no limit) and 4294967295"}, {"4294967296", "must be between 0 (no limit) and 4294967295"}, {"many", `"many"`}},
 	"max-message-bytes":       {{"0", "-max-message-bytes 0: must be between 1 and 2GiB-1"}, {"3GiB", "must be between 1 and 2GiB-1"}, {"1MiB", "must exceed -max-object-bytes"}},
 	"tls-cert":                {{"/nonexistent/cert.pem", "certificate and key must be given together"}},

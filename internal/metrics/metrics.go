@@ -49,6 +49,7 @@ type Set struct {
 	PrefetchDepth       prometheus.Gauge   // current configured or learned depth
 	PrefetchWindow      prometheus.Gauge   // speculative origin calls allowed in flight (AIMD)
 	PrefetchShed        prometheus.Counter // speculative origin calls the origin refused RESOURCE_EXHAUSTED
+	PrefetchRoundTrip   prometheus.Gauge   // the demand round trip the learned planner plans ahead with
 	PrefetchPreempted   prometheus.Counter // queued jobs a demand miss overtook, dropped
 	// PrefetchCancelled counts jobs cancelled, by reason: overtaken (running
 	// jobs a demand miss overtook), client_gone (queued or running jobs of a
@@ -116,6 +117,7 @@ func New(reg prometheus.Registerer) *Set {
 		PrefetchClamped:     counter("prefetch_clamped_total", "Prefetch jobs that stopped at what half the prefetch tier holds, before their own budget."),
 		PrefetchDepth:       gauge("prefetch_depth", "Reference levels currently prefetched below a demanded object."),
 		PrefetchWindow:      gauge("prefetch_window", "Speculative origin calls allowed in flight now: --prefetch-workers at most, halved when the origin sheds one or demand round trips slow down."),
+		PrefetchRoundTrip:   gauge("prefetch_round_trip_seconds", "The demand round trip to the origin the learned planner plans its lookahead with (the baseline of the smallest demand reads, single ids first); 0 until a demand read missed: no lookahead."),
 		PrefetchShed:        counter("prefetch_shed_total", "Speculative origin calls the origin refused RESOURCE_EXHAUSTED (shed under load); each backs speculation off, none is an error."),
 		PrefetchPreempted:   counter("prefetch_preempted_total", "Queued prefetch jobs dropped because a demand miss overtook them: the application read, uncached, an object their triggers refer to."),
 		StaleFills:          counter("cache_stale_fills_total", "Fetched copies not cached because the origin had announced a newer version or a deletion."),
@@ -138,7 +140,7 @@ func New(reg prometheus.Registerer) *Set {
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
 		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchClamped, s.PrefetchDepth,
-		s.PrefetchWindow, s.PrefetchShed, s.PrefetchPreempted, s.PrefetchCancelled)
+		s.PrefetchWindow, s.PrefetchRoundTrip, s.PrefetchShed, s.PrefetchPreempted, s.PrefetchCancelled)
 	s.newResilience(reg)
 	s.newRoutes(reg)
 	return s

@@ -23,7 +23,7 @@ func (s *Scheduler) choose(ctx context.Context, a *fetch.Answer) {
 		objs = append(objs, r.Object)
 		waited = waited || r.Status == fetch.StatusMiss || r.Status == fetch.StatusJoined
 	}
-	parents := s.chooser.Read(objs, waited)
+	parents := s.chooser.Read(objs, waited, s.win.RoundTrip())
 	if s.cfg.Mode == ModeOff || len(parents) == 0 && !s.offers(objs) {
 		return
 	}

@@ -20,12 +20,12 @@ type fixedChooser struct {
 	parents           []string
 }
 
-func (c fixedChooser) Threshold() float64                            { return c.far }
-func (c fixedChooser) Limits() (int, int)                            { return 2, 100 }
-func (c fixedChooser) Ahead(time.Duration) (int, float64)            { return 1, c.near }
-func (c fixedChooser) Followed(float64) []string                     { return nil }
-func (c fixedChooser) Depth(string) int                              { return 0 }
-func (c fixedChooser) Read([]*graph.Object, bool) (parents []string) { return c.parents }
+func (c fixedChooser) Threshold() float64                                           { return c.far }
+func (c fixedChooser) Limits() (int, int)                                           { return 2, 100 }
+func (c fixedChooser) Ahead(time.Duration) (int, float64)                           { return 1, c.near }
+func (c fixedChooser) Followed(float64) []string                                    { return nil }
+func (c fixedChooser) Depth(string) int                                             { return 0 }
+func (c fixedChooser) Read([]*graph.Object, bool, time.Duration) (parents []string) { return c.parents }
 func (c fixedChooser) Chances(o *graph.Object, _ int, out []float64) []float64 {
 	out = out[:0]
 	for range o.Refs {

@@ -62,9 +62,10 @@ type Chooser interface {
 	// ref order.
 	Chances(o *graph.Object, depth int, out []float64) []float64
 	// Read learns from the objects answered to one request, which waited
-	// for the origin or not, and returns the ids of objects whose ref lists
-	// it read from.
-	Read(objs []*graph.Object, waited bool) (parents []string)
+	// for the origin or not, rtt being what a demand round trip to the
+	// origin costs now (0: none measured yet), and returns the ids of
+	// objects whose ref lists it read from.
+	Read(objs []*graph.Object, waited bool, rtt time.Duration) (parents []string)
 }
 
 // Static is the planner with fixed settings: db4o's prefetchDepth and

@@ -14,11 +14,11 @@ import (
 )
 
 // readChain reads n links of a chain with gap between the answers, the
-// reads waited for the origin or not.
-func readChain(l *Learned, c *clock, from, n int, gap time.Duration, waited bool) {
+// reads waited for the origin or not, a demand round trip costing rtt.
+func readChain(l *Learned, c *clock, from, n int, gap time.Duration, waited bool, rtt time.Duration) {
 	for i := from; i < from+n; i++ {
 		c.Add(gap)
-		l.Read([]*graph.Object{{ID: fmt.Sprint("n", i), Type: "Node", Refs: []graph.Ref{{Field: "next", ID: fmt.Sprint("n", i+1)}}}}, waited)
+		l.Read([]*graph.Object{{ID: fmt.Sprint("n", i), Type: "Node", Refs: []graph.Ref{{Field: "next", ID: fmt.Sprint("n", i+1)}}}}, waited, rtt)
 	}
 }
 
@@ -46,8 +46,7 @@ func TestLearnedAheadIsTheReadsOfTwoRoundTrips(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l, c := newPacedLearned(LearnedConfig{MaxDepth: 16})
-			l.Ahead(tt.rtt) // the round trip a gap is clamped to
-			readChain(l, c, 0, 40, tt.gap, false)
+			readChain(l, c, 0, 40, tt.gap, false, tt.rtt) // the round trip a gap is clamped to
 			levels, _ := l.Ahead(tt.rtt)
 			assert.Equal(t, tt.wantLevels, levels)
 		})
@@ -58,9 +57,8 @@ func TestLearnedAheadIsTheReadsOfTwoRoundTrips(t *testing.T) {
 // application reads: its gap holds the stall speculation is to hide.
 func TestLearnedAheadIgnoresReadsThatWaited(t *testing.T) {
 	l, c := newPacedLearned(LearnedConfig{MaxDepth: 16})
-	l.Ahead(500 * time.Microsecond)
-	readChain(l, c, 0, 20, 100*time.Microsecond, false)
-	readChain(l, c, 20, 20, 600*time.Microsecond, true) // misses: think plus a round trip
+	readChain(l, c, 0, 20, 100*time.Microsecond, false, 500*time.Microsecond)
+	readChain(l, c, 20, 20, 600*time.Microsecond, true, 500*time.Microsecond) // misses: think plus a round trip
 	levels, _ := l.Ahead(500 * time.Microsecond)
 	assert.Equal(t, 10, levels)
 }
@@ -69,7 +67,6 @@ func TestLearnedAheadIgnoresReadsThatWaited(t *testing.T) {
 // has its next 20 reads (two round trips of 10) within 2 levels.
 func TestLearnedAheadConvertsReadsToLevelsThroughTheFanOut(t *testing.T) {
 	l, c := newPacedLearned(LearnedConfig{MaxDepth: 16})
-	l.Ahead(time.Millisecond)
 	var read func(id string, level int)
 	read = func(id string, level int) {
 		o := &graph.Object{ID: id, Type: "Task"}
@@ -77,7 +74,7 @@ func TestLearnedAheadConvertsReadsToLevelsThroughTheFanOut(t *testing.T) {
 			o.Refs = append(o.Refs, graph.Ref{Field: "subtasks", ID: fmt.Sprint(id, ".", i)})
 		}
 		c.Add(100 * time.Microsecond)
-		l.Read([]*graph.Object{o}, false)
+		l.Read([]*graph.Object{o}, false, time.Millisecond)
 		if level < 2 {
 			for _, r := range o.Refs {
 				read(r.ID, level+1)
@@ -118,10 +115,26 @@ func TestLearnedFollowed(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
 	for i := range 12 {
 		l.Read([]*graph.Object{{ID: fmt.Sprint("n", i), Type: "Node", Refs: []graph.Ref{
-			{Field: "next", ID: fmt.Sprint("n", i+1)}, {Field: "skip", ID: fmt.Sprint("s", i)}}}}, false)
+			{Field: "next", ID: fmt.Sprint("n", i+1)}, {Field: "skip", ID: fmt.Sprint("s", i)}}}}, false, 0)
 	}
 	assert.Equal(t, []string{"next"}, l.Followed(1.0/8))
 	assert.Empty(t, NewLearned(LearnedConfig{}).Followed(1.0/8), "nothing read, nothing followed")
+}
+
+// A field whose chance below Threshold rests on too few offers is a guess
+// Chances does not fetch (minEvidence), and Followed does not name it: an
+// Expand ahead would fetch what the level's chances leave.
+func TestLearnedFollowedNeedsTheEvidenceChancesNeed(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	s := &fieldStats{allOffered: 3, allFollowed: 1}
+	s.offered[0], s.followed[0] = 3, 1 // 0.32: below 1/2, on 3 offers
+	l.stats[edgeKey{0, "Node", "side"}] = s
+	o := &graph.Object{ID: "n", Type: "Node", Refs: []graph.Ref{{Field: "side", ID: "s"}}}
+	require.Zero(t, l.Chances(o, 0, nil)[0])
+	assert.Empty(t, l.Followed(1.0/8))
+	s.offered[0], s.followed[0], s.allOffered, s.allFollowed = 4, 1, 4, 1 // on 4 offers: evidence
+	require.GreaterOrEqual(t, l.Chances(o, 0, nil)[0], 1.0/8)
+	assert.Equal(t, []string{"side"}, l.Followed(1.0/8))
 }
 
 // uniform is a chooser for which every ref is read with chance p (at 1/2, a
@@ -284,8 +297,8 @@ func TestLearnedUnlikelyChanceNeedsEvidence(t *testing.T) {
 	}
 	read := func(from, to int) {
 		for i := from; i < to; i++ {
-			l.Read([]*graph.Object{branch(i)}, false)
-			l.Read([]*graph.Object{{ID: fmt.Sprint("l", i), Type: "Leaf"}}, false) // always left
+			l.Read([]*graph.Object{branch(i)}, false, 0)
+			l.Read([]*graph.Object{{ID: fmt.Sprint("l", i), Type: "Leaf"}}, false, 0) // always left
 		}
 	}
 	read(0, 3) // right passed by twice so far

@@ -4,7 +4,6 @@ import (
 	"math/bits"
 	"slices"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -131,13 +130,13 @@ type Learned struct {
 	lists    map[listKey]*listRun    // lists being read: parent and field; guarded by mu
 	depth    map[string]int          // depth at which recently read objects were read; guarded by mu
 	reads    []ringEntry             // reads in request order, to forget depth; guarded by mu
-	open     []*openList             // read objects with lists not yet followed, in read order; guarded by mu
+	open     openLists               // read objects with lists not yet followed; guarded by mu
 	first    *firstRead              // the last read, when it was a list's first; guarded by mu
 	walk     map[string]string       // ids read since the last direct request → the list they were read from; guarded by mu
 	walked   []string                // walk's ids, in read order; guarded by mu
 	pace     pace                    // guarded by mu
 	refLists []refList               // listsOf's, reused; guarded by mu
-	rtt      atomic.Int64            // the round trip Ahead was last told of, in ns
+	rtt      time.Duration           // the demand round trip Read was last told of; guarded by mu
 	now      func() time.Time        // the clock; tests set it
 }
 
@@ -242,10 +241,11 @@ func (l *Learned) Depth(id string) int {
 // to be read: the parents the request read from and, when a field was seen
 // read further than ever, the objects read before whose lists of it wait
 // (peersLocked).
-func (l *Learned) Read(objs []*graph.Object, waited bool) (parents []string) {
+func (l *Learned) Read(objs []*graph.Object, waited bool, rtt time.Duration) (parents []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.pace.answered(l.now(), waited, time.Duration(l.rtt.Load()))
+	l.rtt = rtt
+	l.pace.answered(l.now(), waited, rtt)
 	l.request++
 	l.expireLocked()
 	started := false // a walk: direct requests start one
@@ -305,7 +305,7 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 		list.children = append(list.children, r.ID)
 	}
 	if len(list.children) > 0 {
-		l.open = append(l.open, list)
+		l.open.add(list)
 	}
 }
 
@@ -331,9 +331,7 @@ func (l *Learned) expireLocked() {
 		}
 		l.reads = l.reads[1:]
 	}
-	for len(l.open) > 0 && l.request-l.open[0].seq > l.cfg.Horizon {
-		l.open = l.open[1:]
-	}
+	l.open.expire(l.request - l.cfg.Horizon - 1)
 	if l.request%l.cfg.Horizon == 0 { // once per horizon, not on every request
 		for k, run := range l.lists {
 			if l.request-run.request > l.cfg.Horizon {

@@ -2,7 +2,6 @@ package prefetch
 
 import (
 	"slices"
-	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
@@ -31,7 +30,8 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	return out
 }
 
-// Followed implements Chooser.
+// Followed implements Chooser: the fields some position of which has a
+// chance of at least threshold (estimate, as Chances gives it).
 func (l *Learned) Followed(threshold float64) []string {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -42,7 +42,7 @@ func (l *Learned) Followed(threshold float64) []string {
 		}
 		prior := (s.allFollowed + priorWeight*l.cfg.Prior) / (s.allOffered + priorWeight)
 		for b := range buckets {
-			if (s.followed[b]+priorWeight*prior)/(s.offered[b]+priorWeight) >= threshold && s.offered[b] > 0 {
+			if estimate(s, prior, b, l.cfg.Threshold) >= threshold {
 				out = append(out, k.field)
 				break
 			}
@@ -85,7 +85,7 @@ func (l *Learned) readingLocked(c *listChances, parent string) {
 	}
 	c.own = run.followed
 	c.whole = l.readsToEndLocked(c.key)
-	c.due = 2 * l.pace.distance(time.Duration(l.rtt.Load()))
+	c.due = 2 * l.pace.distance(l.rtt)
 }
 
 // minAhead is the last position a list with a follow is fetched to.
@@ -149,13 +149,23 @@ func (c *listChances) next(skipped bool) float64 {
 	if c.s == nil { // nothing known: not fetched before the application shows it reads the field
 		return 0
 	}
-	b := bucket(pos)
-	p := (c.s.followed[b] + priorWeight*c.prior) / (c.s.offered[b] + priorWeight)
-	switch {
-	case p < c.likely && c.s.offered[b] < minEvidence:
-		return 0 // a guess: see minEvidence
-	case rank > c.limit():
+	p := estimate(c.s, c.prior, bucket(pos), c.likely)
+	if p > 0 && rank > c.limit() {
 		return c.beyond(p, rank)
+	}
+	return p
+}
+
+// estimate is the chance of a ref in position bucket b of a list of s's
+// field, prior being the field's: the position's evidence, borrowing
+// strength from the field's; 0 when it is below likely and rests on fewer
+// than minEvidence offers (a guess). Chances and Followed both use it, so
+// that the fields an Expand ahead follows are those whose refs a level's
+// chances take.
+func estimate(s *fieldStats, prior float64, b int, likely float64) float64 {
+	p := (s.followed[b] + priorWeight*prior) / (s.offered[b] + priorWeight)
+	if p < likely && s.offered[b] < minEvidence {
+		return 0 // a guess: see minEvidence
 	}
 	return p
 }

@@ -66,7 +66,8 @@ func (l *Learned) checkFirstLocked(of *offer, claimed bool) {
 }
 
 // revertFirstLocked makes f's read a direct request: the follow is
-// uncounted (its field's statistics restored, the list not started) and
+// uncounted (its field's statistics and the pace's fan-out restored, the
+// list not started) and
 // counted as not followed instead, and the child and what it offered move
 // to depth 0.
 func (l *Learned) revertFirstLocked(f *firstRead) {
@@ -76,17 +77,14 @@ func (l *Learned) revertFirstLocked(f *firstRead) {
 		delete(l.stats, f.of.key)
 	}
 	delete(l.lists, listKey{f.of.parent, f.of.key.field})
+	l.pace.unfollowed()
 	l.decideLocked(f.of, false)
 	l.depth[f.child] = 0
 	l.startWalkLocked()
 	l.walkRead(f.child, "")
-	for _, o := range l.open {
-		switch o.id {
-		case f.of.parent:
-			o.started = slices.DeleteFunc(o.started, func(s string) bool { return s == f.of.key.field })
-		case f.child:
-			l.moveLocked(o, 0)
-		}
+	f.of.list.started = slices.DeleteFunc(f.of.list.started, func(s string) bool { return s == f.of.key.field })
+	if o := l.open.latest(f.child); o != nil {
+		l.moveLocked(o, 0)
 	}
 }
 

@@ -6,21 +6,10 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
-// openList is an object read whose lists the application has not all been
-// seen to follow yet.
-type openList struct {
-	id, typ  string
-	depth    int      // below a direct request
-	seq      int      // request that read it
-	children []string // the ids it offered
-	started  []string // the fields of its lists followed
-	read     int      // the request that last followed one of them
-}
-
 // moveLocked moves o and the offers of its lists still pending to depth: o
 // was read again, at another depth.
 func (l *Learned) moveLocked(o *openList, depth int) {
-	o.depth = depth
+	l.open.move(o, depth)
 	for _, id := range o.children {
 		for i := range l.pending[id] {
 			if of := &l.pending[id][i]; of.parent == o.id {
@@ -34,11 +23,8 @@ func (l *Learned) moveLocked(o *openList, depth int) {
 // another depth, to depth: a profile view of a user read as a friend in the
 // view before reads its lists as a view's.
 func (l *Learned) rereadLocked(id string, depth int) {
-	for i := len(l.open) - 1; i >= 0; i-- {
-		if l.open[i].id == id {
-			l.moveLocked(l.open[i], depth)
-			return
-		}
+	if o := l.open.latest(id); o != nil {
+		l.moveLocked(o, depth)
 	}
 }
 
@@ -210,23 +196,13 @@ func (l *Learned) followLocked(of offer, out []string) []string {
 // (Knafla's pages, an Out-Ref's three pages each) comes back to lists it
 // left; without that, they would count as never followed.
 func (l *Learned) closeLocked(of offer) {
-	kept := l.open[:0]
-	for _, o := range l.open {
-		switch {
-		case o.id == of.parent:
-			if !slices.Contains(o.started, of.key.field) {
-				o.started = append(o.started, of.key.field)
-			}
-			kept = append(kept, o)
-		case o.seq < of.seq && o.depth >= of.key.depth:
-			l.closeListsLocked(o)
-			l.stoppedLocked(o)
-		default:
-			kept = append(kept, o)
-		}
+	if !slices.Contains(of.list.started, of.key.field) {
+		of.list.started = append(of.list.started, of.key.field)
 	}
-	clear(l.open[len(kept):])
-	l.open = kept
+	l.open.closeBefore(of.seq, of.key.depth, of.parent, func(o *openList) {
+		l.closeListsLocked(o)
+		l.stoppedLocked(o)
+	})
 }
 
 // closeListsLocked decides the offers of o's lists that no follow started
@@ -254,12 +230,8 @@ const maxPeers = 64
 // below one object after another, so that what was just learned from the
 // first applies to the others before the application gets to them.
 func (l *Learned) peersLocked(of offer, out []string) []string {
-	n := 0
-	for i := len(l.open) - 1; i >= 0 && n < maxPeers; i-- {
-		if o := l.open[i]; len(o.started) == 0 && o.depth <= of.key.depth {
-			out = append(out, o.id)
-			n++
-		}
+	for _, o := range l.open.unstarted(of.key.depth, maxPeers) {
+		out = append(out, o.id)
 	}
 	return out
 }

@@ -26,13 +26,13 @@ func friendsOf(id string, ids ...string) *graph.Object {
 // refs passed are counted when the read comes.
 func TestLearnedReadPastUnreadRefsIsDirect(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	l.Read([]*graph.Object{friendsOf("hub", "x0", "x1", "x2", "x3")}, false) // offers the x first
-	l.Read([]*graph.Object{friendsOf("u", "f0", "f1", "f2", "x0", "x1", "x2", "x3", "v")}, false)
+	l.Read([]*graph.Object{friendsOf("hub", "x0", "x1", "x2", "x3")}, false, 0) // offers the x first
+	l.Read([]*graph.Object{friendsOf("u", "f0", "f1", "f2", "x0", "x1", "x2", "x3", "v")}, false, 0)
 	for i := range 3 {
-		l.Read([]*graph.Object{friendsOf(fmt.Sprint("f", i))}, false)
+		l.Read([]*graph.Object{friendsOf(fmt.Sprint("f", i))}, false, 0)
 	}
 	require.Equal(t, 1, l.Depth("f2"), "the view read u's first friends")
-	assert.Empty(t, l.Read([]*graph.Object{friendsOf("v", "w")}, false), "no list was read from")
+	assert.Empty(t, l.Read([]*graph.Object{friendsOf("v", "w")}, false, 0), "no list was read from")
 	assert.Zero(t, l.Depth("v"), "a direct request: four friends of u passed by unread")
 	assert.Equal(t, 3, l.lists[listKey{"u", "friends"}].followed)
 }
@@ -41,9 +41,9 @@ func TestLearnedReadPastUnreadRefsIsDirect(t *testing.T) {
 // follows the list past it.
 func TestLearnedReadPastOneUnreadRefFollows(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	l.Read([]*graph.Object{friendsOf("u", "f0", "f1", "gone", "f2")}, false)
+	l.Read([]*graph.Object{friendsOf("u", "f0", "f1", "gone", "f2")}, false, 0)
 	for i := range 3 {
-		l.Read([]*graph.Object{friendsOf(fmt.Sprint("f", i))}, false)
+		l.Read([]*graph.Object{friendsOf(fmt.Sprint("f", i))}, false, 0)
 	}
 	assert.Equal(t, 1, l.Depth("f2"))
 	assert.Equal(t, 3, l.lists[listKey{"u", "friends"}].followed)
@@ -54,15 +54,15 @@ func TestLearnedReadPastOneUnreadRefFollows(t *testing.T) {
 // the application just read, is read from the list it is reading now.
 func TestLearnedFollowIsOfTheListReadLast(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	l.Read([]*graph.Object{friendsOf("u1", "a", "b", "c", "x")}, false)
-	l.Read([]*graph.Object{friendsOf("a")}, false)
-	l.Read([]*graph.Object{friendsOf("b")}, false)
+	l.Read([]*graph.Object{friendsOf("u1", "a", "b", "c", "x")}, false, 0)
+	l.Read([]*graph.Object{friendsOf("a")}, false, 0)
+	l.Read([]*graph.Object{friendsOf("b")}, false, 0)
 	u2 := friendsOf("u2", "x")
 	u2.Refs = append([]graph.Ref{{Field: "posts", ID: "p"}}, u2.Refs...)
-	l.Read([]*graph.Object{u2}, false)
+	l.Read([]*graph.Object{u2}, false, 0)
 	require.Zero(t, l.Depth("u2"))
-	l.Read([]*graph.Object{{ID: "p", Type: "Post"}}, false)
-	assert.Equal(t, []string{"u2"}, l.Read([]*graph.Object{friendsOf("x")}, false), "x follows u2's list")
+	l.Read([]*graph.Object{{ID: "p", Type: "Post"}}, false, 0)
+	assert.Equal(t, []string{"u2"}, l.Read([]*graph.Object{friendsOf("x")}, false, 0), "x follows u2's list")
 	assert.Equal(t, 2, l.lists[listKey{"u1", "friends"}].followed, "not u1's")
 	assert.NotNil(t, l.lists[listKey{"u2", "friends"}])
 }
@@ -72,15 +72,15 @@ func TestLearnedFollowIsOfTheListReadLast(t *testing.T) {
 // view's posts, one level below a direct request.
 func TestLearnedReadAgainMovesItsLists(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	l.Read([]*graph.Object{friendsOf("u", "v")}, false)
+	l.Read([]*graph.Object{friendsOf("u", "v")}, false, 0)
 	v := friendsOf("v", "w")
 	v.Refs = append([]graph.Ref{{Field: "posts", ID: "p"}}, v.Refs...)
-	l.Read([]*graph.Object{v}, false)
+	l.Read([]*graph.Object{v}, false, 0)
 	require.Equal(t, 1, l.Depth("v"), "read as u's friend")
-	l.Read([]*graph.Object{{ID: "other", Type: "User"}}, false)
-	l.Read([]*graph.Object{v}, false) // viewed
+	l.Read([]*graph.Object{{ID: "other", Type: "User"}}, false, 0)
+	l.Read([]*graph.Object{v}, false, 0) // viewed
 	require.Zero(t, l.Depth("v"))
-	l.Read([]*graph.Object{{ID: "p", Type: "Post"}}, false)
+	l.Read([]*graph.Object{{ID: "p", Type: "Post"}}, false, 0)
 	assert.Equal(t, 1, l.Depth("p"))
 	assert.NotNil(t, l.stats[edgeKey{0, "User", "posts"}], "a view's posts were followed")
 	assert.Nil(t, l.stats[edgeKey{1, "User", "posts"}], "not a friend's")

@@ -16,7 +16,6 @@ import (
 // is time to wait for the application to get nearer, when the chances will
 // be known better. Nothing is ahead before a round trip was measured.
 func (l *Learned) Ahead(rtt time.Duration) (levels int, threshold float64) {
-	l.rtt.Store(int64(rtt))
 	if rtt <= 0 {
 		return 0, l.cfg.Threshold
 	}
@@ -79,6 +78,13 @@ func (p *pace) followed(first bool) {
 		p.follows /= 2
 		p.lists /= 2
 	}
+}
+
+// unfollowed takes back a follow that started its list (a first read
+// undone: revertFirstLocked), so that the fan-out counts only follows.
+func (p *pace) unfollowed() {
+	p.follows = max(p.follows-1, 0)
+	p.lists = max(p.lists-1, 0)
 }
 
 // fanOut is how many objects the application reads, on average, from each

@@ -47,9 +47,9 @@ func TestLearnedChances(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			l := NewLearned(LearnedConfig{})
 			hub := user("hub", 3000, "f")
-			l.Read([]*graph.Object{hub}, false)
+			l.Read([]*graph.Object{hub}, false, 0)
 			for i := range tt.reads {
-				parents := l.Read([]*graph.Object{{ID: fmt.Sprint("f", i), Type: "User"}}, false)
+				parents := l.Read([]*graph.Object{{ID: fmt.Sprint("f", i), Type: "User"}}, false, 0)
 				assert.Equal(t, []string{"hub"}, parents, "a follow names the list it came from")
 			}
 			tt.want(t, l.Chances(hub, 0, nil))
@@ -63,9 +63,9 @@ func TestLearnedSeparatesDepths(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
 	for r := range 5 {
 		root := user(fmt.Sprint("root", r), 5, fmt.Sprint("r", r, "f"))
-		l.Read([]*graph.Object{root}, false)
+		l.Read([]*graph.Object{root}, false, 0)
 		for i := range 5 {
-			l.Read([]*graph.Object{user(fmt.Sprint("r", r, "f", i), 5, fmt.Sprint("r", r, "f", i, "ff"))}, false)
+			l.Read([]*graph.Object{user(fmt.Sprint("r", r, "f", i), 5, fmt.Sprint("r", r, "f", i, "ff"))}, false, 0)
 		}
 	}
 	friend := user("x", 5, "xf")
@@ -80,8 +80,8 @@ func TestLearnedHorizonDecidesUnfollowed(t *testing.T) {
 	l := NewLearned(LearnedConfig{Horizon: 4})
 	for r := range 20 {
 		root := user(fmt.Sprint("u", r), 2, fmt.Sprint("u", r, "f"))
-		l.Read([]*graph.Object{root}, false)
-		l.Read([]*graph.Object{{ID: fmt.Sprint("u", r, "f0"), Type: "User"}}, false) // first friend only
+		l.Read([]*graph.Object{root}, false, 0)
+		l.Read([]*graph.Object{{ID: fmt.Sprint("u", r, "f0"), Type: "User"}}, false, 0) // first friend only
 	}
 	c := l.Chances(user("z", 2, "zf"), 0, nil)
 	assert.Greater(t, c[0], 0.8)
@@ -92,9 +92,9 @@ func TestLearnedHorizonDecidesUnfollowed(t *testing.T) {
 // list, not started, is returned as a peer whose list became likelier.
 func TestLearnedReofferKeepsFirst(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	l.Read([]*graph.Object{user("a", 1, "s")}, false)
-	l.Read([]*graph.Object{user("b", 1, "s")}, false)
-	assert.Equal(t, []string{"a", "b"}, l.Read([]*graph.Object{{ID: "s0", Type: "User"}}, false))
+	l.Read([]*graph.Object{user("a", 1, "s")}, false, 0)
+	l.Read([]*graph.Object{user("b", 1, "s")}, false, 0)
+	assert.Equal(t, []string{"a", "b"}, l.Read([]*graph.Object{{ID: "s0", Type: "User"}}, false, 0))
 	assert.NotNil(t, l.lists[listKey{"a", "friends"}], "a's list was read")
 	assert.Nil(t, l.lists[listKey{"b", "friends"}], "b's was not")
 }
@@ -175,11 +175,11 @@ func TestSpeculationNeverRefetchesHeld(t *testing.T) {
 // list's 57th position was not followed.
 func TestLearnedFarDownAListIsNotAFollow(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	l.Read([]*graph.Object{user("u", 100, "f")}, false)
+	l.Read([]*graph.Object{user("u", 100, "f")}, false, 0)
 	for i := range 3 {
-		l.Read([]*graph.Object{user(fmt.Sprint("f", i), 2, fmt.Sprint("f", i, "x"))}, false)
+		l.Read([]*graph.Object{user(fmt.Sprint("f", i), 2, fmt.Sprint("f", i, "x"))}, false, 0)
 	}
-	assert.Empty(t, l.Read([]*graph.Object{user("f57", 2, "g")}, false), "no list was read from")
+	assert.Empty(t, l.Read([]*graph.Object{user("f57", 2, "g")}, false, 0), "no list was read from")
 	assert.Zero(t, l.Depth("f57"))
 	assert.Equal(t, 3, l.lists[listKey{"u", "friends"}].followed)
 	s := l.stats[edgeKey{0, "User", "friends"}]
@@ -196,19 +196,22 @@ func TestLearnedWalkFromAFirstReadMakesItDirect(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
 	// A view before: its friends' lists were passed by, not followed, 16
 	// refs: more than chance explains at the prior (seenNotFollowed).
-	l.Read([]*graph.Object{user("x", 2, "xf")}, false)
-	l.Read([]*graph.Object{user("xf0", 8, "a")}, false)
-	l.Read([]*graph.Object{user("xf1", 8, "b")}, false)
-	l.Read([]*graph.Object{user("u", 3, "f")}, false)
-	l.Read([]*graph.Object{user("f0", 2, "v")}, false) // f0's first friend is v0
-	l.Read([]*graph.Object{user("f1", 2, "w")}, false)
+	l.Read([]*graph.Object{user("x", 2, "xf")}, false, 0)
+	l.Read([]*graph.Object{user("xf0", 8, "a")}, false, 0)
+	l.Read([]*graph.Object{user("xf1", 8, "b")}, false, 0)
+	l.Read([]*graph.Object{user("u", 3, "f")}, false, 0)
+	l.Read([]*graph.Object{user("f0", 2, "v")}, false, 0) // f0's first friend is v0
+	l.Read([]*graph.Object{user("f1", 2, "w")}, false, 0)
 	before := *l.stats[edgeKey{1, "User", "friends"}]
 	require.Zero(t, before.allFollowed)
 	require.NotZero(t, before.allOffered, "friends' friends offered, not followed")
-	l.Read([]*graph.Object{user("v0", 2, "v0f")}, false) // a view of v0
+	pace := l.pace
+	l.Read([]*graph.Object{user("v0", 2, "v0f")}, false, 0) // a view of v0
 	assert.Equal(t, 2, l.Depth("v0"), "at first, a follow of f0's list")
-	l.Read([]*graph.Object{user("v0f0", 1, "z")}, false) // v0's first friend
+	l.Read([]*graph.Object{user("v0f0", 1, "z")}, false, 0) // v0's first friend
 	assert.Zero(t, l.Depth("v0"), "a direct request")
+	assert.Equal(t, pace.follows+1, l.pace.follows, "the fan-out counts v0f0's follow, not v0's")
+	assert.Equal(t, pace.lists+1, l.pace.lists)
 	assert.Equal(t, 1, l.Depth("v0f0"))
 	assert.Nil(t, l.lists[listKey{"f0", "friends"}], "f0's list was not read")
 	assert.Zero(t, l.stats[edgeKey{1, "User", "friends"}].allFollowed, "no friend's friend was followed")
@@ -226,7 +229,7 @@ func TestLearnedChainIsFollowed(t *testing.T) {
 		return &graph.Object{ID: fmt.Sprint("n", i), Type: "Node", Refs: []graph.Ref{{Field: "next", ID: fmt.Sprint("n", i+1)}}}
 	}
 	for i := range 12 {
-		l.Read([]*graph.Object{link(i)}, false)
+		l.Read([]*graph.Object{link(i)}, false, 0)
 	}
 	assert.Equal(t, maxContextDepth+1, l.Depth("n11"), "each read a follow of the one before")
 	assert.GreaterOrEqual(t, l.Chances(link(100), maxContextDepth, nil)[0], 0.5, "the next link is fetched")
@@ -243,14 +246,14 @@ func TestLearnedClosesListsPassedBy(t *testing.T) {
 		for i := range 2 {
 			root.Refs = append(root.Refs, graph.Ref{Field: "friends", ID: fmt.Sprint(u, "f", i)})
 		}
-		l.Read([]*graph.Object{root}, false)
+		l.Read([]*graph.Object{root}, false, 0)
 		for i := range 2 {
 			f := user(fmt.Sprint(u, "f", i), 3, fmt.Sprint(u, "f", i, "f"))
 			f.Refs = append(f.Refs, graph.Ref{Field: "posts", ID: fmt.Sprint(u, "f", i, "p")})
-			l.Read([]*graph.Object{f}, false)
+			l.Read([]*graph.Object{f}, false, 0)
 		}
 		for i := range 2 {
-			l.Read([]*graph.Object{{ID: fmt.Sprint(u, "f", i, "p"), Type: "Post"}}, false)
+			l.Read([]*graph.Object{{ID: fmt.Sprint(u, "f", i, "p"), Type: "Post"}}, false, 0)
 		}
 	}
 	feed("a")
@@ -283,12 +286,12 @@ func TestLearnedLimitSkipsWhatTheWalkRead(t *testing.T) {
 		}
 		return ids
 	}
-	l.Read([]*graph.Object{friends("u", "a", "b", "c", "d")}, false)
-	l.Read([]*graph.Object{friends("a", append([]string{"u", "b", "c"}, new("ax", 10)...)...)}, false)
+	l.Read([]*graph.Object{friends("u", "a", "b", "c", "d")}, false, 0)
+	l.Read([]*graph.Object{friends("a", append([]string{"u", "b", "c"}, new("ax", 10)...)...)}, false, 0)
 	for _, f := range []string{"b", "c", "d"} {
-		l.Read([]*graph.Object{friends(f)}, false)
+		l.Read([]*graph.Object{friends(f)}, false, 0)
 	}
-	l.Read([]*graph.Object{friends("ax0")}, false) // the first friend's friend
+	l.Read([]*graph.Object{friends("ax0")}, false, 0) // the first friend's friend
 	b := friends("b", append([]string{"u", "a", "c", "d"}, new("bx", 10)...)...)
 	c := l.Chances(b, 1, nil)
 	// Friends were read 4 to a list, so friends' friends half again as far:
@@ -305,9 +308,9 @@ func TestLearnedBorrowsFromTheLevelAboveReadToItsEnd(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
 	friend := user("g", 4, "gf") // a friend of a user read before, at depth 1
 	assert.Less(t, l.Chances(friend, 1, nil)[0], 0.5, "nothing known")
-	l.Read([]*graph.Object{user("u", 3, "f")}, false)
+	l.Read([]*graph.Object{user("u", 3, "f")}, false, 0)
 	for i := range 3 {
-		l.Read([]*graph.Object{user(fmt.Sprint("f", i), 0, "")}, false) // u's friends, in order, to the end
+		l.Read([]*graph.Object{user(fmt.Sprint("f", i), 0, "")}, false, 0) // u's friends, in order, to the end
 	}
 	require.Nil(t, l.stats[edgeKey{1, "User", "friends"}], "no evidence one level down")
 	assert.GreaterOrEqual(t, l.Chances(friend, 1, nil)[0], 0.5, "a friend's first friend is fetched")

@@ -15,10 +15,12 @@ import (
 // a 5 ms round trip: a hundred reads are due within two.
 func fastReader() *Learned {
 	l := NewLearned(LearnedConfig{})
-	l.Ahead(5 * time.Millisecond)
 	l.pace.gap = float64(100 * time.Microsecond)
 	return l
 }
+
+// fastRTT is fastReader's round trip.
+const fastRTT = 5 * time.Millisecond
 
 // A friend list being read, of a field whose lists were read to their end
 // (the user's own, one level up), is fetched past the longest run seen:
@@ -26,12 +28,12 @@ func fastReader() *Learned {
 // position's estimate, which the levels ahead fetch.
 func TestLearnedListReadToItsEndIsFetchedAheadOfItsReader(t *testing.T) {
 	l := fastReader()
-	l.Read([]*graph.Object{user("u", 2, "f")}, false)
+	l.Read([]*graph.Object{user("u", 2, "f")}, false, fastRTT)
 	f0 := user("f0", 40, "g")
-	l.Read([]*graph.Object{f0}, false)
-	l.Read([]*graph.Object{user("f1", 0, "")}, false) // u's list read to its end
+	l.Read([]*graph.Object{f0}, false, fastRTT)
+	l.Read([]*graph.Object{user("f1", 0, "")}, false, fastRTT) // u's list read to its end
 	for i := range 4 {
-		l.Read([]*graph.Object{user(fmt.Sprint("g", i), 0, "")}, false)
+		l.Read([]*graph.Object{user(fmt.Sprint("g", i), 0, "")}, false, fastRTT)
 	}
 	require.Equal(t, 4, l.lists[listKey{"f0", "friends"}].followed)
 	c := l.Chances(f0, 1, nil)
@@ -45,12 +47,12 @@ func TestLearnedListReadToItsEndIsFetchedAheadOfItsReader(t *testing.T) {
 // Threshold likely is fetched: twice the run at most.
 func TestLearnedListReadToItsEndBeyondTheDueReads(t *testing.T) {
 	l := NewLearned(LearnedConfig{}) // no round trip measured: one read due
-	l.Read([]*graph.Object{user("u", 2, "f")}, false)
+	l.Read([]*graph.Object{user("u", 2, "f")}, false, 0)
 	f0 := user("f0", 40, "g")
-	l.Read([]*graph.Object{f0}, false)
-	l.Read([]*graph.Object{user("f1", 0, "")}, false)
+	l.Read([]*graph.Object{f0}, false, 0)
+	l.Read([]*graph.Object{user("f1", 0, "")}, false, 0)
 	for i := range 4 {
-		l.Read([]*graph.Object{user(fmt.Sprint("g", i), 0, "")}, false)
+		l.Read([]*graph.Object{user(fmt.Sprint("g", i), 0, "")}, false, 0)
 	}
 	c := l.Chances(f0, 1, nil)
 	for i := 8; i < len(c); i++ {
@@ -66,9 +68,9 @@ func TestLearnedListsLeftUnreadAreNotFetchedAhead(t *testing.T) {
 	l := fastReader()
 	for v := range 3 {
 		u := user(fmt.Sprint("u", v), 20, fmt.Sprint("v", v, "f"))
-		l.Read([]*graph.Object{u}, false)
+		l.Read([]*graph.Object{u}, false, fastRTT)
 		for i := range 3 {
-			l.Read([]*graph.Object{user(fmt.Sprint("v", v, "f", i), 0, "")}, false)
+			l.Read([]*graph.Object{user(fmt.Sprint("v", v, "f", i), 0, "")}, false, fastRTT)
 		}
 	}
 	s := l.stats[edgeKey{0, "User", "friends"}]
@@ -81,15 +83,15 @@ func TestLearnedListsLeftUnreadAreNotFetchedAhead(t *testing.T) {
 // object, here its last) was not left short; one with two unread was.
 func TestLearnedOneUnreadRefIsNotAStop(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	l.Read([]*graph.Object{friendsOf("u", "f0", "f1", "gone")}, false)
-	l.Read([]*graph.Object{friendsOf("f0")}, false)
-	l.Read([]*graph.Object{friendsOf("f1")}, false)
-	l.Read([]*graph.Object{friendsOf("w", "x", "y", "z")}, false) // the next view
-	l.Read([]*graph.Object{friendsOf("x")}, false)
+	l.Read([]*graph.Object{friendsOf("u", "f0", "f1", "gone")}, false, 0)
+	l.Read([]*graph.Object{friendsOf("f0")}, false, 0)
+	l.Read([]*graph.Object{friendsOf("f1")}, false, 0)
+	l.Read([]*graph.Object{friendsOf("w", "x", "y", "z")}, false, 0) // the next view
+	l.Read([]*graph.Object{friendsOf("x")}, false, 0)
 	s := l.stats[edgeKey{0, "User", "friends"}]
 	assert.Zero(t, s.stops, "u's list: one unread")
-	l.Read([]*graph.Object{friendsOf("v", "a", "b")}, false) // and the next
-	l.Read([]*graph.Object{friendsOf("a")}, false)
+	l.Read([]*graph.Object{friendsOf("v", "a", "b")}, false, 0) // and the next
+	l.Read([]*graph.Object{friendsOf("a")}, false, 0)
 	assert.Equal(t, 1.0, s.stops, "w's list: y and z unread")
 	assert.Zero(t, s.ends)
 }

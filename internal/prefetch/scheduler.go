@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -35,10 +36,13 @@ type Metrics interface {
 	Clamped()     // a job the prefetch tier's cap stopped before its own budget
 	Depth(d int)  // the planner's current depth
 	Window(n int) // speculative origin calls the Window allows in flight now
-	Shed()        // a speculative origin call the origin refused RESOURCE_EXHAUSTED
-	Preempted()   // a queued speculative job a demand miss overtook (see overtake)
-	Cancelled()   // a running speculative job a demand miss overtook
-	ClientGone()  // a speculative job, queued or running, of a client that went (see Client)
+	// RoundTrip is the demand round trip the chooser plans ahead with
+	// (Window.RoundTrip); 0: none observed yet, nothing planned ahead.
+	RoundTrip(d time.Duration)
+	Shed()       // a speculative origin call the origin refused RESOURCE_EXHAUSTED
+	Preempted()  // a queued speculative job a demand miss overtook (see overtake)
+	Cancelled()  // a running speculative job a demand miss overtook
+	ClientGone() // a speculative job, queued or running, of a client that went (see Client)
 }
 
 // Mode selects whether the scheduler speculates.

@@ -100,12 +100,25 @@ func (w *Window) Limit() int {
 	return w.limit
 }
 
-// RoundTrip is the baseline of demand round trips for one id: what a read
-// that speculation did not cover waits; 0 before one was observed.
+// RoundTrip is what a read that speculation did not cover waits: the
+// baseline of the smallest demand round trips observed, those for one id
+// when the application reads one at a time (Get), else those of the
+// fewest ids it asks for at once (an application that only calls BatchGet
+// with several ids misses with several); 0 before any was observed, and
+// then the learned planner plans nothing ahead (see Chooser.Ahead).
 func (w *Window) RoundTrip() time.Duration {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return time.Duration(w.base[sizeClass(1)].v)
+	return w.roundTripLocked()
+}
+
+func (w *Window) roundTripLocked() time.Duration {
+	for _, b := range w.base {
+		if b.n > 0 {
+			return time.Duration(b.v)
+		}
+	}
+	return 0
 }
 
 // Observe is told of every origin round trip as it ends, and keeps those
@@ -135,6 +148,7 @@ func (w *Window) demand(ids int, elapsed time.Duration) {
 		w.recent += (float64(elapsed)/base.v - w.recent) * recentWeight
 	}
 	base.add(float64(max(elapsed, 1)))
+	w.m.RoundTrip(w.roundTripLocked())
 	if w.recent > riseFactor {
 		w.cut()
 	} else if w.holdoff > 0 {
@@ -226,11 +240,12 @@ func (w *Window) release() {
 // nopMetrics counts nothing: the scheduler's and the Window's Metrics when none is given.
 type nopMetrics struct{}
 
-func (nopMetrics) Dropped()    {}
-func (nopMetrics) Clamped()    {}
-func (nopMetrics) Depth(int)   {}
-func (nopMetrics) Window(int)  {}
-func (nopMetrics) Shed()       {}
-func (nopMetrics) Preempted()  {}
-func (nopMetrics) Cancelled()  {}
-func (nopMetrics) ClientGone() {}
+func (nopMetrics) Dropped()                {}
+func (nopMetrics) Clamped()                {}
+func (nopMetrics) Depth(int)               {}
+func (nopMetrics) Window(int)              {}
+func (nopMetrics) RoundTrip(time.Duration) {}
+func (nopMetrics) Shed()                   {}
+func (nopMetrics) Preempted()              {}
+func (nopMetrics) Cancelled()              {}
+func (nopMetrics) ClientGone()             {}

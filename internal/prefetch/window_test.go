@@ -131,3 +131,29 @@ func TestWindowGrowsBackWhenDemandStops(t *testing.T) {
 	}
 	assert.Equal(t, 4, w.Limit(), "answered speculation alone reopens the window")
 }
+
+// roundTrips records the round trips a Window reports.
+type roundTrips struct {
+	nopMetrics
+	last time.Duration
+}
+
+func (r *roundTrips) RoundTrip(d time.Duration) { r.last = d }
+
+// An application that reads only with BatchGet of several ids misses with
+// several: its round trips are what a read not covered waits, and the
+// planner plans ahead with them (the metric says so); single-id ones, once
+// seen, are the smaller and come first.
+func TestWindowRoundTripOfBatchMisses(t *testing.T) {
+	m := &roundTrips{}
+	w := NewWindow(4, m)
+	require.Zero(t, w.RoundTrip(), "nothing observed: nothing planned ahead")
+	w.Observe(origin.RoundTrip{RPC: "BatchGet", IDs: 6, Elapsed: 3 * time.Millisecond})
+	assert.Equal(t, 3*time.Millisecond, w.RoundTrip(), "a batch miss of six ids")
+	assert.Equal(t, 3*time.Millisecond, m.last)
+	w.Observe(origin.RoundTrip{RPC: "BatchGet", IDs: 40, Elapsed: 9 * time.Millisecond})
+	assert.Equal(t, 3*time.Millisecond, w.RoundTrip(), "the fewest ids asked for at once")
+	w.Observe(origin.RoundTrip{RPC: "BatchGet", IDs: 1, Elapsed: time.Millisecond})
+	assert.Equal(t, time.Millisecond, w.RoundTrip(), "a single id's round trip once there is one")
+	assert.Equal(t, time.Millisecond, m.last)
+}

@@ -19,7 +19,9 @@ import (
 // the Client needs only the connection's start and end. A request finds
 // it through the connection's remote address, which gRPC puts in every
 // request's peer (prefetch.ClientOf); the connection's Close, which gRPC
-// calls once it is done with the connection, tells the scheduler.
+// calls once it is done with the connection, tells the scheduler. The
+// wrapper hides the *net.TCPConn from gRPC, which looks for it only to set
+// a keepalive's TCP_USER_TIMEOUT: the sidecar sets no keepalive.
 func (s *Server) Listener(l net.Listener) net.Listener {
 	return clientListener{Listener: l, sched: s.sched}
 }

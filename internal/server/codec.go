@@ -27,16 +27,19 @@ import (
 // answer it. Install both with ServerOptions; without the interceptors,
 // an undecodable request would reach its handler half decoded.
 type RequestCodec struct {
-	proto encoding.CodecV2
+	proto   encoding.CodecV2
+	maxList int // entries of a list of strings; 0 = no limit
 
 	mu  sync.Mutex    // protects bad
 	bad map[any]error // messages that did not decode, until their interceptor takes them
 	n   atomic.Int64  // len(bad): every request reads it, without the lock
 }
 
-// NewRequestCodec wraps grpc-go's proto codec.
-func NewRequestCodec() *RequestCodec {
-	return &RequestCodec{proto: encoding.GetCodecV2("proto"), bad: map[any]error{}}
+// NewRequestCodec wraps grpc-go's proto codec. A request with a list of
+// strings (ids, roots, fields) of more than maxList entries is refused
+// before it is decoded (see longList); 0 = no limit.
+func NewRequestCodec(maxList int) *RequestCodec {
+	return &RequestCodec{proto: encoding.GetCodecV2("proto"), maxList: maxList, bad: map[any]error{}}
 }
 
 // ServerOptions install the codec for every request of a server, and the
@@ -73,7 +76,11 @@ func (c *RequestCodec) Marshal(v any) (mem.BufferSlice, error) {
 // Unmarshal implements encoding.CodecV2: an error is kept for the
 // interceptors, not returned.
 func (c *RequestCodec) Unmarshal(data mem.BufferSlice, v any) error {
-	if err := c.proto.Unmarshal(data, v); err != nil {
+	err := c.longList(data, v)
+	if err == nil {
+		err = c.proto.Unmarshal(data, v)
+	}
+	if err != nil {
 		c.mu.Lock()
 		c.bad[v] = err
 		c.n.Add(1)
@@ -100,6 +107,9 @@ func (c *RequestCodec) take(msg any) error {
 	c.mu.Unlock()
 	if !ok {
 		return nil
+	}
+	if _, ok := status.FromError(err); ok {
+		return err // a refusal of the codec's own, already stated
 	}
 	return status.Error(codes.InvalidArgument, fmt.Sprintf("request: %v", err))
 }

@@ -91,7 +91,7 @@ func TestGetGraphMessageIsSentAsItsBytes(t *testing.T) {
 	o := &graph.Object{ID: "a", Type: "task", Version: 3, Payload: []byte("p"), Refs: []graph.Ref{{Field: "next", ID: "b"}}}
 	m, err := graphMessage([]fetch.Result{{Object: o, Status: fetch.StatusMiss, Level: 1}})
 	require.NoError(t, err)
-	c := NewRequestCodec()
+	c := NewRequestCodec(0)
 	got, err := c.Marshal(m)
 	require.NoError(t, err)
 	raw := m.ProtoReflect().GetUnknown()
@@ -107,4 +107,47 @@ func TestGetGraphMessageIsSentAsItsBytes(t *testing.T) {
 	want, err = proto.Marshal(other)
 	require.NoError(t, err)
 	assert.Equal(t, want, got.Materialize())
+}
+
+// TestLongListsAreRefusedBeforeDecoding: a request whose list of ids,
+// roots or fields (a hint's too) is longer than --max-ids is refused
+// INVALID_ARGUMENT naming the list, its length and the limit, before it is
+// decoded: a million one-byte ids (3 MB) cost the codec a few allocations,
+// not a million strings. A list at the limit is decoded.
+func TestLongListsAreRefusedBeforeDecoding(t *testing.T) {
+	const limit = 1000
+	many := func(n int) []string {
+		ids := make([]string, n)
+		for i := range ids {
+			ids[i] = "a"
+		}
+		return ids
+	}
+	c := NewRequestCodec(limit)
+	for _, tt := range []struct {
+		req     proto.Message
+		into    proto.Message
+		wantMsg string // "" = decoded
+	}{
+		{&lookaheadv1.BatchGetRequest{Ids: many(1_000_000)}, &lookaheadv1.BatchGetRequest{}, "ids: 1000000 ids exceed the limit of 1000 per request"},
+		{&lookaheadv1.BatchGetRequest{Ids: many(limit)}, &lookaheadv1.BatchGetRequest{}, ""},
+		{&lookaheadv1.GetGraphRequest{Roots: []string{"r"}, Fields: many(limit + 1)}, &lookaheadv1.GetGraphRequest{}, "fields: 1001 fields exceed the limit of 1000 per request"},
+		{&lookaheadv1.GetRequest{Id: "a", Hint: &lookaheadv1.PrefetchHint{Fields: many(5000)}}, &lookaheadv1.GetRequest{}, "hint.fields: 5000 fields exceed the limit of 1000 per request"},
+		{&lookaheadv1.InvalidateRequest{Ids: many(limit + 1)}, &lookaheadv1.InvalidateRequest{}, "ids: 1001 ids exceed the limit of 1000 per request"},
+	} {
+		b, err := proto.Marshal(tt.req)
+		require.NoError(t, err)
+		data := mem.BufferSlice{mem.SliceBuffer(b)}
+		allocs := testing.AllocsPerRun(1, func() { require.NoError(t, c.Unmarshal(data, tt.into)) })
+		err = c.take(tt.into)
+		if tt.wantMsg == "" {
+			require.NoError(t, err)
+			assert.True(t, proto.Equal(tt.req, tt.into))
+			continue
+		}
+		assert.Equal(t, codes.InvalidArgument, status.Code(err), "%v", err)
+		assert.Equal(t, tt.wantMsg, status.Convert(err).Message())
+		assert.Less(t, allocs, 50.0, "%s: refused before it was decoded", tt.wantMsg)
+	}
+	assert.Zero(t, c.pending())
 }

@@ -3,6 +3,8 @@
 package wire
 
 import (
+	"time"
+
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/coherence"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
@@ -86,6 +88,9 @@ func (a PrefetchMetrics) Depth(d int) { a.s.PrefetchDepth.Set(float64(d)) }
 
 // Window sets how many speculative origin calls may be in flight.
 func (a PrefetchMetrics) Window(n int) { a.s.PrefetchWindow.Set(float64(n)) }
+
+// RoundTrip sets the demand round trip speculation plans ahead with.
+func (a PrefetchMetrics) RoundTrip(d time.Duration) { a.s.PrefetchRoundTrip.Set(d.Seconds()) }
 
 // Shed counts a speculative origin call the origin shed.
 func (a PrefetchMetrics) Shed() { a.s.PrefetchShed.Inc() }

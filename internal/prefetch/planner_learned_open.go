@@ -1,0 +1,125 @@
+package prefetch
+
+import (
+	"cmp"
+	"slices"
+)
+
+// openList is an object read whose lists the application has not all been
+// seen to follow yet.
+type openList struct {
+	id, typ  string
+	depth    int      // below a direct request
+	seq      int      // request that read it
+	children []string // the ids it offered
+	started  []string // the fields of its lists followed
+	read     int      // the request that last followed one of them
+}
+
+// openLists are the open lists, indexed for what a follow asks of them.
+// A follow closes the lists read before its parent at its depth or deeper
+// (closeLocked): with the lists of each depth in read order, those are a
+// prefix of each deeper depth's, so that a follow costs the lists it
+// closes, each once, and not every list a breadth-first walk holds open.
+// Depths are told apart up to maxContextDepth, as a follow's offer tells
+// them (edgeKey): deeper lists share the last.
+type openLists struct {
+	byDepth [maxContextDepth + 1][]*openList // each in read order (seq)
+	byID    map[string]*openList             // the latest list of each id
+}
+
+func openDepth(depth int) int { return min(depth, maxContextDepth) }
+
+// add opens o, read last.
+func (s *openLists) add(o *openList) {
+	d := openDepth(o.depth)
+	s.byDepth[d] = append(s.byDepth[d], o)
+	if s.byID == nil {
+		s.byID = map[string]*openList{}
+	}
+	s.byID[o.id] = o
+}
+
+// latest returns the last list opened of id, if it is still open.
+func (s *openLists) latest(id string) *openList { return s.byID[id] }
+
+// forget drops o from the index by id (it left byDepth).
+func (s *openLists) forget(o *openList) {
+	if s.byID[o.id] == o {
+		delete(s.byID, o.id)
+	}
+}
+
+// expire drops the lists read at or before request seq.
+func (s *openLists) expire(seq int) {
+	for d, q := range s.byDepth {
+		n := 0
+		for n < len(q) && q[n].seq <= seq {
+			s.forget(q[n])
+			n++
+		}
+		clear(q[:n])
+		s.byDepth[d] = q[n:]
+	}
+}
+
+// closeBefore removes and hands to closed the lists read before request
+// seq at depth d or deeper, except those of keep (the parent being read
+// from, read again), which stay.
+func (s *openLists) closeBefore(seq, d int, keep string, closed func(*openList)) {
+	for b := openDepth(d); b <= maxContextDepth; b++ {
+		q := s.byDepth[b]
+		n := 0
+		for n < len(q) && q[n].seq < seq {
+			n++
+		}
+		kept := n // the prefix's kept lists move to its end, in order
+		for i := n - 1; i >= 0; i-- {
+			if o := q[i]; o.id == keep {
+				kept--
+				q[kept] = o
+			} else {
+				s.forget(o)
+				closed(o)
+			}
+		}
+		clear(q[:kept])
+		s.byDepth[b] = q[kept:]
+	}
+}
+
+// move puts o, read again at another depth, among that depth's lists.
+func (s *openLists) move(o *openList, depth int) {
+	from, to := openDepth(o.depth), openDepth(depth)
+	o.depth = depth
+	if from == to {
+		return
+	}
+	q := s.byDepth[from]
+	i := slices.Index(q, o)
+	if i < 0 {
+		return // closed or expired: not indexed
+	}
+	s.byDepth[from] = slices.Delete(q, i, i+1)
+	q = s.byDepth[to]
+	j, _ := slices.BinarySearchFunc(q, o.seq+1, func(x *openList, seq int) int { return cmp.Compare(x.seq, seq) })
+	s.byDepth[to] = slices.Insert(q, j, o)
+}
+
+// unstarted returns up to n lists none of whose fields were followed, of
+// objects read at most depth levels below a direct request, the latest
+// first.
+func (s *openLists) unstarted(depth, n int) []*openList {
+	var out []*openList
+	for b := 0; b <= openDepth(depth); b++ {
+		q, found := s.byDepth[b], 0
+		for i := len(q) - 1; i >= 0 && found < n; i-- {
+			if o := q[i]; len(o.started) == 0 && o.depth <= depth {
+				out = append(out, o)
+				found++
+			}
+		}
+	}
+	slices.SortStableFunc(out, func(a, b *openList) int { return cmp.Compare(b.seq, a.seq) })
+	return out[:min(n, len(out))]
+}
