@@ -109,20 +109,30 @@ func (r *reporter) w5(res *w5Result) {
 		fmt.Fprintf(&b, "\n### Latency %d ms one way — measured round trip %s\n\n", l.LatencyMS, fmtMS(l.RTT))
 		b.WriteString(r.addTable(l.table()))
 	}
-	if len(res.Latencies) > 0 {
-		for pi, name := range res.Latencies[0].Patterns {
-			b.WriteString("\n" + r.plot("w5_"+strings.ReplaceAll(name, " ", "_")+".svg", "W5 "+name, w5Plot(res, pi, name).SVG()))
-		}
-	}
+	b.WriteString(r.gridPlots("W5", res.Latencies))
 	r.addRaw("w5", res)
 	r.emit(b.String())
 }
 
-// w5Plot draws one pattern's wall time over off's against the round trip.
-func w5Plot(res *w5Result, pi int, name string) plot.LineChart {
+// gridPlots draws one plot per pattern of a grid workload and returns the
+// markdown that shows them.
+func (r *reporter) gridPlots(workload string, lats []w5Latency) string {
+	if len(lats) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for pi, name := range lats[0].Patterns {
+		file := strings.ToLower(workload) + "_" + strings.ReplaceAll(name, " ", "_") + ".svg"
+		b.WriteString("\n" + r.plot(file, workload+" "+name, gridPlot(workload, lats, pi, name).SVG()))
+	}
+	return b.String()
+}
+
+// gridPlot draws one pattern's wall time over off's against the round trip.
+func gridPlot(workload string, lats []w5Latency, pi int, name string) plot.LineChart {
 	series := map[string]*plot.Series{}
 	var order []string
-	for _, l := range res.Latencies {
+	for _, l := range lats {
 		cells := l.Cells[pi]
 		off, best := cellNamed(cells, "off"), bestStatic(cells)
 		for _, c := range cells {
@@ -143,7 +153,7 @@ func w5Plot(res *w5Result, pi int, name string) plot.LineChart {
 			s.Y = append(s.Y, ratio(c, off))
 		}
 	}
-	ch := plot.LineChart{Title: "W5 " + name + ": wall time ÷ off vs round trip", XLabel: "measured origin round trip (ms)",
+	ch := plot.LineChart{Title: workload + " " + name + ": wall time ÷ off vs round trip", XLabel: "measured origin round trip (ms)",
 		YLabel: "wall time ÷ off (lower is better)", RefY: 1, RefLabel: "off"}
 	for _, k := range order {
 		ch.Series = append(ch.Series, *series[k])
