@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +86,26 @@ func sample(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 		}
 	}
 	return v
+}
+
+// TestSubscriberReadingManyLongIDsIsFlushed: a near-cache subscriber reads
+// a thousand ids of 1 KiB that do not exist, a hundred at a time, each
+// read tracking its ids before it is answered. What the hub tracks stays
+// within its HeldBytes (and one id), the subscriber is told to flush and
+// start over, and the reads are answered.
+func TestSubscriberReadingManyLongIDsIsFlushed(t *testing.T) {
+	const limit = 64 << 10
+	r := newRig(t, taskTree(t, 1, 1, 1), rigOptions{engine: modeOff, near: near.Config{HeldBytes: limit}})
+	s := subscribe(t, r, 0)
+	for i := range 10 {
+		ids := make([]string, 100)
+		for j := range ids {
+			ids[j] = fmt.Sprintf("%03d-%03d-%s", i, j, strings.Repeat("x", 1000))
+		}
+		resp, err := r.client.BatchGet(s.ctx(), &lookaheadv1.BatchGetRequest{Ids: ids})
+		require.NoError(t, err)
+		assert.Len(t, resp.GetMissingIds(), 100)
+		require.LessOrEqual(t, sample(t, r.reg, "lookahead_near_held_bytes"), float64(limit+1008+48))
+	}
+	assert.Equal(t, "tracking limit", s.next().GetFlush().GetReason())
 }
