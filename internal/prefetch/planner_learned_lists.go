@@ -171,17 +171,44 @@ func dropOfferLocked(offers map[string][]offer, id string, match func(offer) boo
 
 // followLocked counts a follow of of, closes the lists the application has
 // passed by, and appends to out the objects whose lists became likelier:
-// of's parent, and, when the follow read a list of its field further than
+// of's parent, when the follow changed what its list's job would fetch
+// (movedLocked), and, when the follow read a list of its field further than
 // ever, the peers waiting for it.
 func (l *Learned) followLocked(of offer, out []string) []string {
 	longer := l.decideLocked(of, true)
 	of.list.read = l.request
 	l.closeLocked(of)
-	out = append(out, of.parent)
+	if longer || l.movedLocked(of) {
+		out = append(out, of.parent)
+	}
 	if longer {
 		out = l.peersLocked(of, out)
 	}
 	return out
+}
+
+// movedLocked reports whether the follow of of, just counted, can have
+// changed the chances of its list's refs beyond what the job of the read
+// before it fetched, so that the list is worth expanding again: the list's
+// first follow (the list is being read from now on, and its field may
+// have had no evidence before), a follow whose position's evidence was
+// still thin (a chance that was a guess may now be fetched: minEvidence),
+// or a follow of a list with refs past the limit whose lists are read to
+// their end (the Copernican continuation grows with each follow). Otherwise
+// the read's job, and the jobs of the reads before it, expanded the same
+// list with the same chances: a tree read whole (W1) re-expanded every
+// parent below which each child was read, walking through its held levels
+// once for each child.
+func (l *Learned) movedLocked(of offer) bool {
+	run := l.lists[listKey{of.parent, of.key.field}]
+	if run == nil || run.followed == 1 {
+		return true
+	}
+	if s := l.stats[of.key]; s == nil || s.offered[bucket(of.pos)] <= minEvidence {
+		return true
+	}
+	c := l.listLocked(of.key)
+	return len(of.list.children) > c.limit() && l.readsToEndLocked(of.key)
 }
 
 // closeLocked decides, when the application reads from a list of an object
