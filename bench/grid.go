@@ -96,7 +96,8 @@ func (e *env) gridRep(ctx context.Context, g grid, l *w5Latency, rep int) error 
 
 // measureSidecar runs a fresh sidecar with args against originAddr, times
 // work (which returns the number of distinct objects it read) and takes the
-// origin traffic from the sidecar's metrics and its peak RSS from /proc.
+// origin traffic from the sidecar's metrics, its CPU time and peak RSS from
+// /proc.
 func (e *env) measureSidecar(ctx context.Context, originAddr string, args []string,
 	work func(ctx context.Context, sc *sidecar) (int, error)) (s w5Sample, err error) {
 	err = e.withSidecar(ctx, originAddr, args, func(sc *sidecar) error {
@@ -104,11 +105,11 @@ func (e *env) measureSidecar(ctx context.Context, originAddr string, args []stri
 		if err != nil {
 			return err
 		}
-		start := time.Now()
+		cpu, start := procCPU(sc.proc.PID()), time.Now()
 		if s.Used, err = work(ctx, sc); err != nil {
 			return err
 		}
-		s.Wall = time.Since(start)
+		s.Wall, s.CPU = time.Since(start), procCPU(sc.proc.PID())-cpu
 		s.PeakRSS = procStatusKB(sc.proc.PID(), "VmHWM")
 		after, err := sc.scrape(ctx)
 		if err != nil {

@@ -121,6 +121,10 @@ type w5Sample struct {
 	Fetched    float64 // objects received from the origin
 	Used       int     // distinct objects the application read
 	PeakRSS    int64   // the sidecar's VmHWM; 0 for the peer
+	// CPU is the sidecar's CPU time over the run (all its threads): what
+	// its speculation costs the cores it shares with the application; 0
+	// for the peer.
+	CPU time.Duration
 }
 
 type w5Cell struct {
