@@ -34,6 +34,11 @@ type Config struct {
 	// MaxExpiries bounds the fetches remembered until their TTL ends; past
 	// it the oldest is expired early. Default 1048576 (24 MiB).
 	MaxExpiries int
+	// MaxSubscribers bounds the subscribers registered at once: every
+	// prediction, change and read of a subscriber visits them all under
+	// the hub's lock, and each costs its stream and its heartbeats. Default
+	// 1024.
+	MaxSubscribers int
 	// HeldBytes bounds the ids all subscribers are tracked for, each
 	// counted as its length plus heldOverhead: past it, a subscriber that
 	// reads one more is sent a flush and tracking starts over for it, so
@@ -73,6 +78,9 @@ func (c *Config) setDefaults() {
 	if c.QueueBytes == 0 {
 		c.QueueBytes = 64 << 20
 	}
+	if c.MaxSubscribers == 0 {
+		c.MaxSubscribers = 1024
+	}
 	if c.HeldBytes == 0 {
 		c.HeldBytes = 256 << 20
 	}
@@ -83,7 +91,8 @@ func (c Config) validate() error {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"queue events", c.QueueEvents}, {"max held", c.MaxHeld}, {"floors", c.Floors}, {"max expiries", c.MaxExpiries}} {
+	}{{"queue events", c.QueueEvents}, {"max held", c.MaxHeld}, {"floors", c.Floors}, {"max expiries", c.MaxExpiries},
+		{"max subscribers", c.MaxSubscribers}} {
 		if v.n < 1 {
 			errs = append(errs, fmt.Errorf("near %s %d: must be at least 1", v.name, v.n))
 		}
@@ -129,7 +138,8 @@ func New(cfg Config, reg prometheus.Registerer) (*Hub, error) {
 func (h *Hub) Config() Config { return h.cfg }
 
 // Subscribe registers a subscriber with a near-cache budget of budget bytes
-// (0: invalidations only). Unsubscribe must follow.
+// (0: invalidations only), or returns nil when MaxSubscribers are
+// registered. Unsubscribe must follow.
 func (h *Hub) Subscribe(budget int64, name string) *Subscriber {
 	s := &Subscriber{
 		ID:     strconv.FormatUint(h.next.Add(1), 36) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
@@ -140,8 +150,14 @@ func (h *Hub) Subscribe(budget int64, name string) *Subscriber {
 		gone:   make(chan struct{}),
 	}
 	h.mu.Lock()
-	h.subs[s.ID] = s
+	full := len(h.subs) >= h.cfg.MaxSubscribers
+	if !full {
+		h.subs[s.ID] = s
+	}
 	h.mu.Unlock()
+	if full {
+		return nil
+	}
 	h.m.subscribers.Inc()
 	return s
 }

@@ -11,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -108,4 +110,33 @@ func TestSubscriberReadingManyLongIDsIsFlushed(t *testing.T) {
 		require.LessOrEqual(t, sample(t, r.reg, "lookahead_near_held_bytes"), float64(limit+1008+48))
 	}
 	assert.Equal(t, "tracking limit", s.next().GetFlush().GetReason())
+}
+
+// TestSubscribersBeyondTheLimitAreRefused: with MaxSubscribers 2, a third
+// Subscribe is refused RESOURCE_EXHAUSTED naming the limit (every
+// prediction and change visits every subscriber), and is accepted once one
+// of the two has gone.
+func TestSubscribersBeyondTheLimitAreRefused(t *testing.T) {
+	r := newRig(t, taskTree(t, 1, 1, 1), rigOptions{engine: modeOff, near: near.Config{MaxSubscribers: 2}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, err := r.client.Subscribe(ctx, &lookaheadv1.SubscribeRequest{})
+	require.NoError(t, err)
+	_, err = first.Recv()
+	require.NoError(t, err)
+	subscribe(t, r, 0)
+	third := func() error {
+		s, err := r.client.Subscribe(ctx, &lookaheadv1.SubscribeRequest{})
+		if err == nil {
+			_, err = s.Recv()
+		}
+		return err
+	}
+	err = third()
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+	assert.Equal(t, "2 near-cache subscribers, the limit: retry later", status.Convert(err).Message())
+	cancel()
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	assert.Eventually(t, func() bool { return third() == nil }, 10*time.Second, 10*time.Millisecond, "room once the first has gone")
 }
