@@ -29,7 +29,7 @@ type Config struct {
 	// RequireRedis makes a missing redis-server an error; otherwise the
 	// redis rows are reported as not run.
 	RequireRedis bool
-	Workloads    []string // any of w1 w2 w3 w4 w5 w6; empty = all
+	Workloads    []string // any of w1 w2 w3 w4 w5 w6 w7; empty = all
 
 	W1 W1Config
 	W2 W2Config
@@ -37,6 +37,7 @@ type Config struct {
 	W4 W4Config
 	W5 W5Config
 	W6 W6Config
+	W7 W7Config
 }
 
 // Preset returns the sizes of a mode: "full" (BENCH.md's sizes, about 25
@@ -60,6 +61,10 @@ func Preset(mode string) (Config, error) {
 			HotVisits: 100, HotPosts: 2, HotFriends: 3, Statics: w5Grid}
 		c.W6 = W6Config{Shop: shop.Size{Customers: 20000, Products: 5000, Orders: 100000, ItemsPerOrder: 5, Seed: 1},
 			PageOrders: 20, Pages: 5, Reps: 3, LatenciesMS: []int{1, 0, 5}}
+		c.W7 = W7Config{LatenciesMS: []int{1, 0, 5}, Reps: 3, PayloadBytes: 100, Points: 20000, PointReads: 200, ChainLen: 200,
+			DAGLayers: 10, DAGWidth: 16, DAGRefs: 3, StarLeaves: 10000, StarVisits: 20, StarReads: 5,
+			BigTrees: 10, BigFanout: 6, BigLevels: 3, BigPayload: 128 << 10, BigVisits: 30,
+			WriteTrees: 10, WriteFanout: 3, WriteLevels: 3, WriteVisits: 15, WriteEvery: 5, Statics: w7Grid}
 	case "quick":
 		c.W1 = W1Config{Roots: 100, Fanout: 5, Levels: 4, PayloadBytes: 10, ResultSize: 5, Queries: 1, Reps: 3,
 			LatenciesMS: []int{1, 0, 5}}
@@ -75,6 +80,10 @@ func Preset(mode string) (Config, error) {
 			HotVisits: 10, HotPosts: 2, HotFriends: 3, Statics: w5Grid[:2]}
 		c.W6 = W6Config{Shop: shop.Size{Customers: 10000, Products: 2000, Orders: 30000, ItemsPerOrder: 5, Seed: 1},
 			PageOrders: 20, Pages: 2, Reps: 3, LatenciesMS: []int{1, 0, 5}}
+		c.W7 = W7Config{LatenciesMS: []int{1, 0, 5}, Reps: 3, PayloadBytes: 100, Points: 5000, PointReads: 50, ChainLen: 50,
+			DAGLayers: 6, DAGWidth: 8, DAGRefs: 3, StarLeaves: 10000, StarVisits: 8, StarReads: 5,
+			BigTrees: 6, BigFanout: 6, BigLevels: 3, BigPayload: 128 << 10, BigVisits: 12,
+			WriteTrees: 4, WriteFanout: 3, WriteLevels: 3, WriteVisits: 4, WriteEvery: 5, Statics: w7Grid[:2]}
 	case "smoke":
 		c.W1 = W1Config{Roots: 4, Fanout: 3, Levels: 3, PayloadBytes: 10, ResultSize: 2, Queries: 1, Reps: 1,
 			LatenciesMS: []int{0}}
@@ -89,6 +98,10 @@ func Preset(mode string) (Config, error) {
 			HotVisits: 5, HotPosts: 1, HotFriends: 2, Statics: w5Grid[:1]}
 		c.W6 = W6Config{Shop: shop.Size{Customers: 50, Products: 20, Orders: 100, ItemsPerOrder: 3, Seed: 1},
 			PageOrders: 5, Pages: 1, Reps: 1, LatenciesMS: []int{0}}
+		c.W7 = W7Config{LatenciesMS: []int{0}, Reps: 1, PayloadBytes: 16, Points: 50, PointReads: 5, ChainLen: 5,
+			DAGLayers: 3, DAGWidth: 3, DAGRefs: 2, StarLeaves: 100, StarVisits: 2, StarReads: 2,
+			BigTrees: 2, BigFanout: 2, BigLevels: 2, BigPayload: 1 << 10, BigVisits: 2,
+			WriteTrees: 2, WriteFanout: 2, WriteLevels: 2, WriteVisits: 2, WriteEvery: 2, Statics: w7Grid[:1]}
 	default:
 		return c, fmt.Errorf("mode %q: want full, quick or smoke", mode)
 	}
@@ -128,7 +141,7 @@ func (c *Config) defaults() error {
 		c.Self = exe
 	}
 	if len(c.Workloads) == 0 {
-		c.Workloads = []string{"w1", "w2", "w3", "w4", "w5", "w6"}
+		c.Workloads = []string{"w1", "w2", "w3", "w4", "w5", "w6", "w7"}
 	}
 	for _, name := range []string{"origin", "sidecar"} {
 		if _, err := os.Stat(filepath.Join(c.Bin, name)); err != nil {
@@ -218,6 +231,13 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 			return nil, fmt.Errorf("w6: %w", err)
 		}
 		r.w6(res)
+	}
+	if cfg.runs("w7") {
+		res, err := runW7(ctx, e, cfg.W7)
+		if err != nil {
+			return nil, fmt.Errorf("w7: %w", err)
+		}
+		r.w7(res)
 	}
 	return r.finish()
 }

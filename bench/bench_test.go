@@ -56,16 +56,17 @@ func TestSmoke(t *testing.T) {
 
 	assert.Greater(t, rep.NoPrefetchRoundTrips, 0.0, "W1 read no round trips from the no_prefetch sidecar's /metrics")
 	// W1: one table per latency; W2: the summary, the stall hidden, one per think time and the near-cache row's reads; W3: two; W4: one; W5: one per latency;
-	// W6: one per latency where PostgreSQL is installed (it must be, under CI).
+	// W6: one per latency where PostgreSQL is installed (it must be, under CI); W7: one per latency.
 	w6Tables := len(cfg.W6.LatenciesMS)
 	if _, err := pgtest.BinDir(); err != nil {
 		w6Tables = 0
 	} else {
 		assert.Contains(t, rep.Markdown, "| lookahead warm |")
 	}
-	assert.Len(t, rep.Tables, len(cfg.W1.LatenciesMS)+3+len(cfg.W2.Think)+2+1+len(cfg.W5.LatenciesMS)+w6Tables)
-	for _, h := range []string{"## W1", "## W2", "## W3", "## W4", "## W5", "## W6", "| no_prefetch |", "| full_prefetch |", "| peer: batched client |",
-		"| friends of friends | off |", "| hot spot | **best static**: "} {
+	assert.Len(t, rep.Tables, len(cfg.W1.LatenciesMS)+3+len(cfg.W2.Think)+2+1+len(cfg.W5.LatenciesMS)+w6Tables+len(cfg.W7.LatenciesMS))
+	for _, h := range []string{"## W1", "## W2", "## W3", "## W4", "## W5", "## W6", "## W7", "| no_prefetch |", "| full_prefetch |", "| peer: batched client |",
+		"| friends of friends | off |", "| hot spot | **best static**: ",
+		"| chain | default |", "| four at once | **best static**: "} {
 		assert.Contains(t, rep.Markdown, h)
 	}
 	if withRedis {

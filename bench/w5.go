@@ -9,9 +9,6 @@ import (
 	"strings"
 	"time"
 
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
-
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
@@ -79,18 +76,7 @@ type w5Row struct {
 }
 
 func (w *w5) rows() []w5Row {
-	rows := slices.Clone(w5SidecarRows)
-	for _, s := range w.cfg.Statics {
-		rows = append(rows, w5Row{Name: s.name(), Static: true, Args: []string{"--prefetch-mode", "static",
-			"--prefetch-depth", strconv.Itoa(s.Depth), "--prefetch-max-objects", strconv.Itoa(s.MaxObjects)}})
-	}
-	rows = append(rows, w5Row{Name: "peer: batched client", Batched: true})
-	for i := range rows {
-		if slices.Contains(rows[i].Args, "adaptive") && !w.e.adaptive {
-			rows[i].NA = "n/a (bin/sidecar rejects --prefetch-mode adaptive)"
-		}
-	}
-	return rows
+	return append(gridRows(w5SidecarRows, w.cfg.Statics, w.e.adaptive), w5Row{Name: "peer: batched client", Batched: true})
 }
 
 // w5Step picks, from an object just read, the ids the application reads
@@ -135,6 +121,10 @@ type w5Sample struct {
 	Fetched    float64 // objects received from the origin
 	Used       int     // distinct objects the application read
 	PeakRSS    int64   // the sidecar's VmHWM; 0 for the peer
+	// CPU is the sidecar's CPU time over the run (all its threads): what
+	// its speculation costs the cores it shares with the application; 0
+	// for the peer.
+	CPU time.Duration
 }
 
 type w5Cell struct {
@@ -197,43 +187,16 @@ func runW5(ctx context.Context, e *env, cfg W5Config) (*w5Result, error) {
 	defer o.stop()
 	w.origin = o
 	patterns := w.patterns()
-	rows := w.rows()
-	for _, ms := range cfg.LatenciesMS {
-		if err := o.link.setLatency(ms); err != nil {
-			return nil, err
-		}
-		rtt, err := pingRTT(ctx, o.Addr(), 50)
-		if err != nil {
-			return nil, err
-		}
-		e.progress("w5: latency %d ms one way: measured round trip %s", ms, fmtMS(rtt))
-		l := w5Latency{LatencyMS: ms, RTT: rtt}
-		for _, p := range patterns {
-			l.Patterns = append(l.Patterns, p.Name)
-			var cells []*w5Cell
-			for _, r := range rows {
-				cells = append(cells, &w5Cell{Row: r})
-			}
-			l.Cells = append(l.Cells, cells)
-		}
-		for rep := range cfg.Reps {
-			for pi, p := range patterns {
-				sessions := p.sessions(rand.New(rand.NewPCG(uint64(rep), uint64(pi))))
-				for _, c := range rotate(l.Cells[pi], rep+pi) {
-					if c.Row.NA != "" {
-						continue
-					}
-					s, err := w.run(ctx, c.Row, sessions)
-					if err != nil {
-						return nil, fmt.Errorf("w5 %s %s: %w", p.Name, c.Row.Name, err)
-					}
-					c.Samples = append(c.Samples, s)
-					e.progress("w5: %d ms rep %d/%d %-16s %-28s %s, %s round trips, %s fetched / %d used",
-						ms, rep+1, cfg.Reps, p.Name, c.Row.Name, fmtDur(s.Wall), fmtCount(s.RoundTrips), fmtCount(s.Fetched), s.Used)
-				}
-			}
-		}
-		res.Latencies = append(res.Latencies, l)
+	g := grid{name: "w5", origin: o, latencies: cfg.LatenciesMS, reps: cfg.Reps, rows: w.rows(),
+		prepare: func(rep, pi int) func(context.Context, w5Row) (w5Sample, error) {
+			sessions := patterns[pi].sessions(rand.New(rand.NewPCG(uint64(rep), uint64(pi))))
+			return func(ctx context.Context, r w5Row) (w5Sample, error) { return w.run(ctx, r, sessions) }
+		}}
+	for _, p := range patterns {
+		g.patterns = append(g.patterns, p.Name)
+	}
+	if res.Latencies, err = e.runGrid(ctx, g); err != nil {
+		return nil, err
 	}
 	return res, nil
 }
@@ -347,44 +310,11 @@ func (w *w5) run(ctx context.Context, r w5Row, sessions []w5Session) (w5Sample, 
 	return w.runSidecar(ctx, r, sessions)
 }
 
-func (w *w5) runSidecar(ctx context.Context, r w5Row, sessions []w5Session) (s w5Sample, err error) {
-	err = w.e.withSidecar(ctx, w.origin.Addr(), r.Args, func(sc *sidecar) error {
-		before, err := sc.scrape(ctx)
-		if err != nil {
-			return err
-		}
-		// One Get per object, in order, as an application reads.
-		each := func(ctx context.Context, ids []string) ([]*lookaheadv1.Object, error) {
-			var out []*lookaheadv1.Object
-			for _, id := range ids {
-				o, _, err := sc.c.Get(ctx, id, nil)
-				switch {
-				case status.Code(err) == codes.NotFound:
-				case err != nil:
-					return nil, fmt.Errorf("get %s: %w", id, err)
-				default:
-					out = append(out, o)
-				}
-			}
-			return out, nil
-		}
-		start := time.Now()
-		used, err := readSessions(ctx, sessions, each)
-		if err != nil {
-			return err
-		}
-		s.Wall, s.Used = time.Since(start), len(used)
-		s.PeakRSS = procStatusKB(sc.proc.PID(), "VmHWM")
-		after, err := sc.scrape(ctx)
-		if err != nil {
-			return err
-		}
-		delta := func(name string) float64 { return after.Sum(name) - before.Sum(name) }
-		s.RoundTrips = delta("lookahead_origin_round_trips_total")
-		s.Fetched = delta("lookahead_origin_objects_fetched_total")
-		return nil
+func (w *w5) runSidecar(ctx context.Context, r w5Row, sessions []w5Session) (w5Sample, error) {
+	return w.e.measureSidecar(ctx, w.origin.Addr(), r.Args, func(ctx context.Context, sc *sidecar) (int, error) {
+		used, err := readSessions(ctx, sessions, getEach(sc))
+		return len(used), err
 	})
-	return s, err
 }
 
 // runPeer is the DataLoader-style client: no sidecar, one origin BatchGet

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/lookahead-dev/lookahead/bench/plot"
 )
@@ -73,22 +74,23 @@ func (l w5Latency) table() string {
 				if na == "" {
 					na = "not run"
 				}
-				rows = append(rows, []string{name, label, na, "", "", "", "", ""})
+				rows = append(rows, []string{name, label, na, "", "", "", "", "", ""})
 				continue
 			}
 			fetched := c.med(func(s w5Sample) float64 { return s.Fetched })
 			used := c.med(func(s w5Sample) float64 { return float64(s.Used) })
-			rss := "–"
+			rss, cpu := "–", "–"
 			if !c.Row.Batched {
 				rss = fmtBytes(c.med(func(s w5Sample) float64 { return float64(s.PeakRSS) }))
+				cpu = fmtDur(time.Duration(c.med(func(s w5Sample) float64 { return float64(s.CPU) })))
 			}
 			rows = append(rows, []string{name, label, fmtDur(c.wall()), fmtRatio(ratio(c, off)), fmtRatio(ratio(c, best)),
 				fmtCount(c.med(func(s w5Sample) float64 { return s.RoundTrips })),
-				fmt.Sprintf("%s / %s (%s)", fmtCount(fetched), fmtCount(used), fmtRatio(fetched/used)), rss})
+				fmt.Sprintf("%s / %s (%s)", fmtCount(fetched), fmtCount(used), fmtRatio(fetched/used)), cpu, rss})
 		}
 	}
 	return table([]string{"pattern", "setting", "wall time", "× off", "× best static", "origin round trips",
-		"objects fetched / used", "peak RSS (sidecar)"}, rows)
+		"objects fetched / used", "CPU (sidecar)", "peak RSS (sidecar)"}, rows)
 }
 
 func (r *reporter) w5(res *w5Result) {
@@ -109,20 +111,30 @@ func (r *reporter) w5(res *w5Result) {
 		fmt.Fprintf(&b, "\n### Latency %d ms one way — measured round trip %s\n\n", l.LatencyMS, fmtMS(l.RTT))
 		b.WriteString(r.addTable(l.table()))
 	}
-	if len(res.Latencies) > 0 {
-		for pi, name := range res.Latencies[0].Patterns {
-			b.WriteString("\n" + r.plot("w5_"+strings.ReplaceAll(name, " ", "_")+".svg", "W5 "+name, w5Plot(res, pi, name).SVG()))
-		}
-	}
+	b.WriteString(r.gridPlots("W5", res.Latencies))
 	r.addRaw("w5", res)
 	r.emit(b.String())
 }
 
-// w5Plot draws one pattern's wall time over off's against the round trip.
-func w5Plot(res *w5Result, pi int, name string) plot.LineChart {
+// gridPlots draws one plot per pattern of a grid workload and returns the
+// markdown that shows them.
+func (r *reporter) gridPlots(workload string, lats []w5Latency) string {
+	if len(lats) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	for pi, name := range lats[0].Patterns {
+		file := strings.ToLower(workload) + "_" + strings.ReplaceAll(name, " ", "_") + ".svg"
+		b.WriteString("\n" + r.plot(file, workload+" "+name, gridPlot(workload, lats, pi, name).SVG()))
+	}
+	return b.String()
+}
+
+// gridPlot draws one pattern's wall time over off's against the round trip.
+func gridPlot(workload string, lats []w5Latency, pi int, name string) plot.LineChart {
 	series := map[string]*plot.Series{}
 	var order []string
-	for _, l := range res.Latencies {
+	for _, l := range lats {
 		cells := l.Cells[pi]
 		off, best := cellNamed(cells, "off"), bestStatic(cells)
 		for _, c := range cells {
@@ -143,7 +155,7 @@ func w5Plot(res *w5Result, pi int, name string) plot.LineChart {
 			s.Y = append(s.Y, ratio(c, off))
 		}
 	}
-	ch := plot.LineChart{Title: "W5 " + name + ": wall time ÷ off vs round trip", XLabel: "measured origin round trip (ms)",
+	ch := plot.LineChart{Title: workload + " " + name + ": wall time ÷ off vs round trip", XLabel: "measured origin round trip (ms)",
 		YLabel: "wall time ÷ off (lower is better)", RefY: 1, RefLabel: "off"}
 	for _, k := range order {
 		ch.Series = append(ch.Series, *series[k])
@@ -156,6 +168,6 @@ func w5Notes(c W5Config) string {
 	for _, s := range c.Statics {
 		grid = append(grid, fmt.Sprintf("depth %d max %d", s.Depth, s.MaxObjects))
 	}
-	return fmt.Sprintf(`Rows (bench/w5.go, w5SidecarRows, the one place to change them): **off** is `+"`--prefetch-mode off`"+`; **default** the sidecar with no prefetch flag; **adaptive** `+"`--prefetch-mode adaptive`"+`; **best static** the fastest point, per pattern and latency, of a grid of `+"`--prefetch-mode static --prefetch-depth D --prefetch-max-objects M`"+` settings (%s; every point runs like the other rows and is listed below it); **peer: batched client** no sidecar, one origin BatchGet per level of a session, as a DataLoader batches one tick of an application, nothing kept between sessions. Every run starts a fresh sidecar (cold cache); %d repetitions, rows interleaved within each (the order rotates), the same sessions for every row of a repetition, other sessions in the next; figures are medians, ratios taken between medians of this run. Wall time covers all sessions of the pattern. Origin round trips and objects fetched come from the sidecar's lookahead_origin_round_trips_total and lookahead_origin_objects_fetched_total (all reasons: demand and prefetch); the peer counts its own. Objects used: distinct objects the application read. Peak RSS: the sidecar's VmHWM from /proc at the end of the run.
+	return fmt.Sprintf(`Rows (bench/w5.go, w5SidecarRows, the one place to change them): **off** is `+"`--prefetch-mode off`"+`; **default** the sidecar with no prefetch flag; **adaptive** `+"`--prefetch-mode adaptive`"+`; **best static** the fastest point, per pattern and latency, of a grid of `+"`--prefetch-mode static --prefetch-depth D --prefetch-max-objects M`"+` settings (%s; every point runs like the other rows and is listed below it); **peer: batched client** no sidecar, one origin BatchGet per level of a session, as a DataLoader batches one tick of an application, nothing kept between sessions. Every run starts a fresh sidecar (cold cache); %d repetitions, rows interleaved within each (the order rotates), the same sessions for every row of a repetition, other sessions in the next; figures are medians, ratios taken between medians of this run. Wall time covers all sessions of the pattern. Origin round trips and objects fetched come from the sidecar's lookahead_origin_round_trips_total and lookahead_origin_objects_fetched_total (all reasons: demand and prefetch); the peer counts its own. Objects used: distinct objects the application read. CPU: the sidecar's CPU time over the run, all threads (/proc/PID/task/*/schedstat). Peak RSS: the sidecar's VmHWM from /proc at the end of the run.
 `, strings.Join(grid, "; "), c.Reps)
 }

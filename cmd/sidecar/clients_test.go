@@ -20,7 +20,7 @@ import (
 )
 
 // TestClosedConnectionsSpeculationIsCut: the sidecar as it serves (its own
-// listener) makes each connection a prefetch.Client, so closing the one
+// gRPC server) makes each connection a prefetch.Client, so closing the one
 // whose Get scheduled speculation cuts that speculation, here at a slow
 // origin.
 func TestClosedConnectionsSpeculationIsCut(t *testing.T) {

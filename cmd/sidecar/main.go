@@ -245,6 +245,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	gm := metrics.NewGRPCServer(reg)
 	sopts := append(server.Interceptors(gm), server.NewRequestCodec(o.server.MaxIDs).ServerOptions()...)
 	sopts = append(sopts, tr.ServerOptions()...)
+	sopts = append(sopts, grpc.Creds(svc.Credentials(o.transport.serverCredentials()))) // each connection a prefetch.Client
 	gs := grpc.NewServer(append(sopts, o.transport.serverOptions(o.server.MaxIDs)...)...)
 	lookaheadv1.RegisterSidecarServiceServer(gs, svc)
 	hs := health.NewServer()
@@ -318,7 +319,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 
 	serveErr := make(chan error, len(lis))
 	for _, l := range lis {
-		go func() { serveErr <- gs.Serve(svc.Listener(l)) }() // each connection a prefetch.Client
+		go func() { serveErr <- gs.Serve(l) }()
 		log.Info("serving", "addr", l.Addr().String(), "origin", o.origins.String(), "metrics", metricsAddr)
 	}
 	if o.addrFile != "" {

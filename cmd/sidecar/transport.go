@@ -10,6 +10,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -166,10 +167,15 @@ func (t *transportOptions) serverOptions(maxIDs int) []grpc.ServerOption {
 		// without closing its connection would hold its calls till then.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: t.keepaliveTime, Timeout: t.keepaliveTimeout}),
 		grpc.MaxConcurrentStreams(uint32(t.maxStreams))} // 0 is gRPC's own "no limit"
-	if t.serverTLS != nil {
-		opts = append(opts, grpc.Creds(credentials.NewTLS(t.serverTLS)))
-	}
 	return opts
+}
+
+// serverCredentials are the gRPC server's TLS, or none (plaintext).
+func (t *transportOptions) serverCredentials() credentials.TransportCredentials {
+	if t.serverTLS != nil {
+		return credentials.NewTLS(t.serverTLS)
+	}
+	return insecure.NewCredentials()
 }
 
 // requestBytes is the largest request the sidecar may have to answer, up to

@@ -90,7 +90,7 @@ func (h *Hub) expireHeadLocked() {
 		if _, ok := s.held[id]; !ok {
 			continue
 		}
-		delete(s.held, id)
+		h.unholdLocked(s, id)
 		h.m.expired.WithLabelValues(s.label).Inc()
 		h.enqueueLocked(s, Event{Kind: KindInvalidation, ID: id})
 	}

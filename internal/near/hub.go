@@ -34,6 +34,18 @@ type Config struct {
 	// MaxExpiries bounds the fetches remembered until their TTL ends; past
 	// it the oldest is expired early. Default 1048576 (24 MiB).
 	MaxExpiries int
+	// MaxSubscribers bounds the subscribers registered at once: every
+	// prediction, change and read of a subscriber visits them all under
+	// the hub's lock, and each costs its stream and its heartbeats. Default
+	// 1024.
+	MaxSubscribers int
+	// HeldBytes bounds the ids all subscribers are tracked for, each
+	// counted as its length plus heldOverhead: past it, a subscriber that
+	// reads one more is sent a flush and tracking starts over for it, so
+	// that clients reading many or long ids (a read tracks its ids before it
+	// is answered, whether they exist or not) cannot grow the hub without
+	// end. Default 256 MiB.
+	HeldBytes int64
 	// QueueBytes bounds the bytes of pushed objects queued for all
 	// subscribers together, not yet sent; past it predictions are not
 	// pushed (counted as dropped). Each subscriber's queued pushes also
@@ -66,6 +78,12 @@ func (c *Config) setDefaults() {
 	if c.QueueBytes == 0 {
 		c.QueueBytes = 64 << 20
 	}
+	if c.MaxSubscribers == 0 {
+		c.MaxSubscribers = 1024
+	}
+	if c.HeldBytes == 0 {
+		c.HeldBytes = 256 << 20
+	}
 }
 
 func (c Config) validate() error {
@@ -73,7 +91,8 @@ func (c Config) validate() error {
 	for _, v := range []struct {
 		name string
 		n    int
-	}{{"queue events", c.QueueEvents}, {"max held", c.MaxHeld}, {"floors", c.Floors}, {"max expiries", c.MaxExpiries}} {
+	}{{"queue events", c.QueueEvents}, {"max held", c.MaxHeld}, {"floors", c.Floors}, {"max expiries", c.MaxExpiries},
+		{"max subscribers", c.MaxSubscribers}} {
 		if v.n < 1 {
 			errs = append(errs, fmt.Errorf("near %s %d: must be at least 1", v.name, v.n))
 		}
@@ -81,8 +100,8 @@ func (c Config) validate() error {
 	if c.Heartbeat <= 0 {
 		errs = append(errs, fmt.Errorf("near heartbeat %v: must be positive", c.Heartbeat))
 	}
-	if c.QueueBytes < 0 {
-		errs = append(errs, fmt.Errorf("near queue bytes %d: must not be negative", c.QueueBytes))
+	if c.QueueBytes < 0 || c.HeldBytes < 0 {
+		errs = append(errs, fmt.Errorf("near queue bytes %d and held bytes %d: must not be negative", c.QueueBytes, c.HeldBytes))
 	}
 	if c.MaxAge < 0 {
 		errs = append(errs, fmt.Errorf("near max age %v: must not be negative", c.MaxAge))
@@ -101,6 +120,7 @@ type Hub struct {
 	floors *floors
 	exp    expiries
 	queued int64 // bytes of the pushes in every subscriber's queue
+	held   int64 // bytes of the ids every subscriber is tracked for (HeldBytes)
 	closed bool
 	next   atomic.Uint64
 }
@@ -118,7 +138,8 @@ func New(cfg Config, reg prometheus.Registerer) (*Hub, error) {
 func (h *Hub) Config() Config { return h.cfg }
 
 // Subscribe registers a subscriber with a near-cache budget of budget bytes
-// (0: invalidations only). Unsubscribe must follow.
+// (0: invalidations only), or returns nil when MaxSubscribers are
+// registered. Unsubscribe must follow.
 func (h *Hub) Subscribe(budget int64, name string) *Subscriber {
 	s := &Subscriber{
 		ID:     strconv.FormatUint(h.next.Add(1), 36) + "-" + strconv.FormatInt(time.Now().UnixNano(), 36),
@@ -129,8 +150,14 @@ func (h *Hub) Subscribe(budget int64, name string) *Subscriber {
 		gone:   make(chan struct{}),
 	}
 	h.mu.Lock()
-	h.subs[s.ID] = s
+	full := len(h.subs) >= h.cfg.MaxSubscribers
+	if !full {
+		h.subs[s.ID] = s
+	}
 	h.mu.Unlock()
+	if full {
+		return nil
+	}
 	h.m.subscribers.Inc()
 	return s
 }
@@ -141,6 +168,7 @@ func (h *Hub) Unsubscribe(s *Subscriber) {
 	_, ok := h.subs[s.ID]
 	delete(h.subs, s.ID)
 	h.unqueueLocked(s)
+	h.unholdAllLocked(s)
 	h.mu.Unlock()
 	if ok {
 		h.m.subscribers.Dec()
@@ -166,16 +194,41 @@ func (h *Hub) Track(subscriber string, ids []string) {
 	}
 }
 
-// holdLocked marks id held by s; past MaxHeld, s is flushed and tracking
-// starts over with id.
+// heldOverhead approximates what tracking an id costs beyond its bytes: a
+// map entry, its string header and hash.
+const heldOverhead = 48
+
+// holdLocked marks id held by s; past MaxHeld, or HeldBytes for all
+// subscribers, s is flushed and tracking starts over with id.
 func (h *Hub) holdLocked(s *Subscriber, id string) {
 	if _, ok := s.held[id]; ok {
 		return
 	}
-	if len(s.held) >= h.cfg.MaxHeld {
+	n := int64(len(id)) + heldOverhead
+	if len(s.held) >= h.cfg.MaxHeld || h.held+n > h.cfg.HeldBytes {
 		h.flushLocked(s, "tracking limit")
 	}
 	s.held[id] = struct{}{}
+	s.heldBytes += n
+	h.held += n
+	h.m.held.Set(float64(h.held))
+}
+
+// unholdLocked forgets that s holds id, which it does.
+func (h *Hub) unholdLocked(s *Subscriber, id string) {
+	delete(s.held, id)
+	n := int64(len(id)) + heldOverhead
+	s.heldBytes -= n
+	h.held -= n
+	h.m.held.Set(float64(h.held))
+}
+
+// unholdAllLocked forgets every id s holds.
+func (h *Hub) unholdAllLocked(s *Subscriber) {
+	s.held = map[string]struct{}{}
+	h.held -= s.heldBytes
+	s.heldBytes = 0
+	h.m.held.Set(float64(h.held))
 }
 
 // Changed announces a write-side event: id now has version (or was deleted
@@ -221,7 +274,7 @@ func (h *Hub) flushLocked(s *Subscriber, reason string) {
 	}
 	h.unqueueLocked(s)
 	s.queue = append(s.queue[:0], Event{Kind: KindFlush, Reason: reason})
-	s.held = map[string]struct{}{}
+	h.unholdAllLocked(s)
 	s.signal()
 }
 

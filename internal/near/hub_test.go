@@ -113,6 +113,31 @@ func TestQueuedPushesStayWithinBudgetAndQueueBytes(t *testing.T) {
 	assert.Equal(t, []string{"flush  v0", "push e v1", "push f v1"}, kinds(hub.Take(s, 10)))
 }
 
+// TestTrackedIDsStayWithinHeldBytes: the ids all subscribers are tracked
+// for stay within HeldBytes: a subscriber reading one more past it is sent
+// a flush and tracked for that id alone; what a subscriber held makes
+// room again when it goes.
+func TestTrackedIDsStayWithinHeldBytes(t *testing.T) {
+	const per = 1 + heldOverhead // a one-byte id
+	h := newHub(t, Config{HeldBytes: 3 * per})
+	s := h.Subscribe(0, "s")
+	defer h.Unsubscribe(s)
+	h.Track(s.ID, []string{"a", "b", "c"})
+	assert.Empty(t, h.Take(s, 10))
+	assert.Equal(t, float64(3*per), testutil.ToFloat64(h.m.held))
+	h.Track(s.ID, []string{"d"})
+	assert.Equal(t, []string{"flush  v0"}, kinds(h.Take(s, 10)), "past the bound: flushed")
+	assert.Equal(t, float64(per), testutil.ToFloat64(h.m.held), "tracked for d alone")
+	h.Changed("a", 2, false)
+	assert.Empty(t, h.Take(s, 10), "a is no longer tracked")
+
+	other := h.Subscribe(0, "other")
+	h.Track(other.ID, []string{"e", "f"})
+	assert.Equal(t, float64(3*per), testutil.ToFloat64(h.m.held))
+	h.Unsubscribe(other)
+	assert.Equal(t, float64(per), testutil.ToFloat64(h.m.held), "gone: room again")
+}
+
 func TestASubscriberThatFallsBehindIsDisconnectedNotWaitedFor(t *testing.T) {
 	h := newHub(t, Config{QueueEvents: 4})
 	s := h.Subscribe(1<<20, "slow")

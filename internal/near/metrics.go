@@ -13,6 +13,7 @@ const maxLabels = 16
 type hubMetrics struct {
 	subscribers prometheus.Gauge
 	queued      prometheus.Gauge
+	held        prometheus.Gauge
 	events      *prometheus.CounterVec
 	pushDropped *prometheus.CounterVec
 	disconnects *prometheus.CounterVec
@@ -28,6 +29,8 @@ func newHubMetrics(reg prometheus.Registerer) *hubMetrics {
 			Help: "Near-cache channels (Subscribe streams) open."}),
 		queued: prometheus.NewGauge(prometheus.GaugeOpts{Name: "lookahead_near_queued_bytes",
 			Help: "Bytes of pushed objects queued for near-cache subscribers, not sent yet."}),
+		held: prometheus.NewGauge(prometheus.GaugeOpts{Name: "lookahead_near_held_bytes",
+			Help: "Bytes of the ids near-cache subscribers are tracked for, each counted with 48 bytes of overhead."}),
 		events: prometheus.NewCounterVec(prometheus.CounterOpts{Name: "lookahead_near_events_total",
 			Help: "Events sent to near-cache subscribers, by client name and kind (invalidation, push, flush, heartbeat)."},
 			[]string{"client", "kind"}),
@@ -42,7 +45,7 @@ func newHubMetrics(reg prometheus.Registerer) *hubMetrics {
 			[]string{"client"}),
 		names: map[string]bool{},
 	}
-	reg.MustRegister(m.subscribers, m.queued, m.events, m.pushDropped, m.disconnects, m.expired)
+	reg.MustRegister(m.subscribers, m.queued, m.held, m.events, m.pushDropped, m.disconnects, m.expired)
 	return m
 }
 

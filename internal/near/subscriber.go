@@ -42,15 +42,16 @@ type Event struct {
 type Subscriber struct {
 	ID string
 
-	budget int64
-	label  string
-	held   map[string]struct{}
-	queue  []Event
-	queued int64 // bytes of the pushes in queue
-	closed bool
-	reason string
-	wake   chan struct{} // a token when the queue may have events
-	gone   chan struct{} // closed when the hub disconnected the subscriber
+	budget    int64
+	label     string
+	held      map[string]struct{}
+	heldBytes int64 // of held, counted as Hub.holdLocked does
+	queue     []Event
+	queued    int64 // bytes of the pushes in queue
+	closed    bool
+	reason    string
+	wake      chan struct{} // a token when the queue may have events
+	gone      chan struct{} // closed when the hub disconnected the subscriber
 }
 
 // Wake is signalled when events may be queued.

@@ -31,6 +31,12 @@ type DialConfig struct {
 // DefaultMaxMessageBytes is DialConfig.MaxMessageBytes's default.
 const DefaultMaxMessageBytes = 64 << 20
 
+// MaxHeaderBytes bounds the metadata (headers and trailers) of each reply
+// from the origin: room for its status details, where gRPC's own 16 MiB let
+// an origin make each call in flight hold that much. A reply with more
+// fails its call INTERNAL, made by gRPC itself.
+const MaxHeaderBytes = 1 << 20
+
 // Dial creates the connection to the origin at target (host:port or a grpc
 // target such as unix:///path, dns:///host:port, or static:///a:1,b:2 for a
 // fixed list). Calls are spread round robin over the addresses the target
@@ -57,6 +63,7 @@ func Dial(target string, cfg DialConfig) (*grpc.ClientConn, error) {
 	cc, err := grpc.NewClient(target, append([]grpc.DialOption{
 		grpc.WithTransportCredentials(creds),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.MaxMessageBytes), grpc.MaxCallSendMsgSize(cfg.MaxMessageBytes)),
+		grpc.WithMaxHeaderListSize(MaxHeaderBytes),
 		grpc.WithConnectParams(grpc.ConnectParams{Backoff: bo, MinConnectTimeout: 5 * time.Second}),
 		// Every address the target resolves to is a replica: spread calls
 		// over those that are up. A call cut by a replica going away fails

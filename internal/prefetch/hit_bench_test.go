@@ -30,18 +30,32 @@ func BenchmarkHit(b *testing.B) {
 		for _, reads := range []string{"random", "walk"} {
 			for _, par := range []bool{false, true} {
 				name := fmt.Sprintf("mode=%s/reads=%s/parallel=%v", mode, reads, par)
-				b.Run(name, func(b *testing.B) { benchHits(b, objs, order, mode, reads == "walk", par) })
+				b.Run(name, func(b *testing.B) { benchHits(b, newFakeOrigin(objs), order, mode, reads == "walk", par) })
 			}
 		}
 	}
 }
 
-func benchHits(b *testing.B, objs []*graph.Object, order []string, mode Mode, walk, par bool) {
+// BenchmarkHitExpandOrigin is BenchmarkHit's walk from one goroutine
+// against an origin that has Expand, as the sidecar's reference origin
+// does: a chance job then asks at every level whether one Expand would
+// bring what the level lacks.
+func BenchmarkHitExpandOrigin(b *testing.B) {
+	objs := fetchtest.Tree(b, 4, 6)
+	order := breadthFirst(objs)
+	for _, mode := range []Mode{ModeOff, ModeAdaptive} {
+		b.Run("mode="+string(mode), func(b *testing.B) {
+			benchHits(b, &fakeExpander{Origin: newFakeOrigin(objs)}, order, mode, true, false)
+		})
+	}
+}
+
+func benchHits(b *testing.B, o fetch.Origin, order []string, mode Mode, walk, par bool) {
 	var p Planner = Static{}
 	if mode == ModeAdaptive {
 		p = NewLearned(LearnedConfig{})
 	}
-	r := newRigWith(b, newFakeOrigin(objs), Config{Mode: mode}, fetch.Config{}, p, cache.Config{})
+	r := newRigWith(b, o, Config{Mode: mode}, fetch.Config{}, p, cache.Config{})
 	hit := func(id string) {
 		if _, _, err := r.engine.Get(context.Background(), []string{id}, Hint{}); err != nil {
 			b.Error(err)

@@ -71,6 +71,10 @@ type candidate struct {
 	id     string
 	chance float64
 	depth  int
+	// peeked: the fetcher's Peek of id was taken this level (expandWhole),
+	// and said known, and held if not nil.
+	peeked, known bool
+	held          *graph.Object
 }
 
 // chanceWalk is one job of the chooser under way.
@@ -162,11 +166,12 @@ type step struct {
 // to fetch, in that order, and their candidates by id (nil if none).
 func (w *chanceWalk) admit(cands []candidate, next []step) (_ []step, fetch []string, due map[string]candidate) {
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.chance, a.chance) })
-	for _, c := range cands {
+	for i := range cands {
+		c := &cands[i]
 		if !w.reach.Admit(c.id) {
 			continue // seen before, or the budget is spent
 		}
-		if o, known := w.s.fetcher.Peek(c.id); known {
+		if o, known := w.peek(c); known {
 			if o != nil {
 				next = append(next, step{o: o, chance: c.chance, depth: c.depth})
 			}
@@ -175,10 +180,20 @@ func (w *chanceWalk) admit(cands []candidate, next []step) (_ []step, fetch []st
 		if due == nil {
 			due = make(map[string]candidate)
 		}
-		due[c.id] = c
+		due[c.id] = *c
 		fetch = append(fetch, c.id)
 	}
 	return next, fetch, due
+}
+
+// peek is the fetcher's Peek of c's id, taken once a level: a level whose
+// candidates are all held is peeked through by expandWhole first.
+func (w *chanceWalk) peek(c *candidate) (*graph.Object, bool) {
+	if !c.peeked {
+		c.held, c.known = w.s.fetcher.Peek(c.id)
+		c.peeked = true
+	}
+	return c.held, c.known
 }
 
 // maxIdleLevels is how many levels in a row with nothing to fetch a job
@@ -199,7 +214,7 @@ func (s *Scheduler) candidates(level []step, threshold float64, cands []candidat
 		buf = s.chooser.Chances(st.o, st.depth, buf)
 		for i, r := range st.o.Refs {
 			if p := st.chance * buf[i]; p >= threshold {
-				cands = append(cands, candidate{r.ID, p, st.depth + 1})
+				cands = append(cands, candidate{id: r.ID, chance: p, depth: st.depth + 1})
 			} else if !slices.Contains(short, r.Field) {
 				short = append(short, r.Field)
 			}

@@ -31,9 +31,9 @@ type Client struct {
 // NewClient returns the Client of a new connection.
 func NewClient() *Client { return &Client{} }
 
-// ClientAddr is the remote address of a connection that is a Client: a
-// listener that makes each connection it accepts a Client gives its
-// connections this address, and gRPC hands it to each of their requests
+// ClientAddr is the remote address of a connection that is a Client: the
+// server's handshake gives each connection it makes a Client this address
+// (server.Server.Credentials), and gRPC hands it to each of its requests
 // in their peer, where ClientOf finds it at no cost to the request.
 type ClientAddr struct {
 	net.Addr

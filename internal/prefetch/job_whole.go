@@ -18,10 +18,7 @@ import (
 // fetches one level per round trip. It reports whether it did.
 func (w *chanceWalk) expandWhole(level []step, cands []candidate, short []string, d int) bool {
 	s := w.s
-	if !s.fetcher.CanExpand() || d >= w.depth || !slices.ContainsFunc(cands, func(c candidate) bool {
-		_, known := s.fetcher.Peek(c.id)
-		return !known
-	}) {
+	if !s.fetcher.CanExpand() || d >= w.depth || !w.lacks(cands) {
 		return false // none to fetch: walk on through what is held
 	}
 	var b graph.Budget
@@ -61,6 +58,16 @@ func (w *chanceWalk) expandWhole(level []step, cands []candidate, short []string
 	}
 	_, _ = x.JoinedRoots(w.ctx)
 	return true
+}
+
+// lacks reports whether a candidate is not held (nor known missing).
+func (w *chanceWalk) lacks(cands []candidate) bool {
+	for i := range cands {
+		if _, known := w.peek(&cands[i]); !known {
+			return true
+		}
+	}
+	return false
 }
 
 // windowBudget is the Expand below level d's candidates when level d is

@@ -171,17 +171,69 @@ func dropOfferLocked(offers map[string][]offer, id string, match func(offer) boo
 
 // followLocked counts a follow of of, closes the lists the application has
 // passed by, and appends to out the objects whose lists became likelier:
-// of's parent, and, when the follow read a list of its field further than
+// of's parent, when the follow changed what its list's job would fetch
+// (movedLocked), and, when the follow read a list of its field further than
 // ever, the peers waiting for it.
 func (l *Learned) followLocked(of offer, out []string) []string {
 	longer := l.decideLocked(of, true)
 	of.list.read = l.request
 	l.closeLocked(of)
-	out = append(out, of.parent)
+	if longer || l.movedLocked(of) {
+		out = append(out, of.parent)
+	}
 	if longer {
 		out = l.peersLocked(of, out)
 	}
+	if of.last {
+		out = l.belowLocked(of, out)
+	}
 	return out
+}
+
+// belowLocked appends to out, when of's list was just read to its end and
+// nothing is known yet of its field one level down, the objects its list
+// led to whose own lists of the field wait unstarted: a list read to its
+// end lends its evidence to the level below (listLocked), so those lists
+// became likely with this read, and a reader going level by level reads
+// them next, the first of them before the jobs of reads one level down
+// could fetch it (friends of friends: the user's friends read, then the
+// first friend's friends).
+func (l *Learned) belowLocked(of offer, out []string) []string {
+	if l.stats[edgeKey{min(of.key.depth+1, maxContextDepth), of.key.typ, of.key.field}] != nil {
+		return out // the level below has evidence of its own
+	}
+	n := 0
+	for _, id := range of.list.children {
+		if o := l.open.latest(id); o != nil && n < maxPeers && len(o.started) == 0 && o.typ == of.key.typ {
+			out = append(out, id)
+			n++
+		}
+	}
+	return out
+}
+
+// movedLocked reports whether the follow of of, just counted, can have
+// changed the chances of its list's refs beyond what the job of the read
+// before it fetched, so that the list is worth expanding again: the list's
+// first follow (the list is being read from now on, and its field may
+// have had no evidence before), a follow whose position's evidence was
+// still thin (a chance that was a guess may now be fetched: minEvidence),
+// or a follow of a list with refs past the limit whose lists are read to
+// their end (the Copernican continuation grows with each follow). Otherwise
+// the read's job, and the jobs of the reads before it, expanded the same
+// list with the same chances: a tree read whole (W1) re-expanded every
+// parent below which each child was read, walking through its held levels
+// once for each child.
+func (l *Learned) movedLocked(of offer) bool {
+	run := l.lists[listKey{of.parent, of.key.field}]
+	if run == nil || run.followed == 1 {
+		return true
+	}
+	if s := l.stats[of.key]; s == nil || s.offered[bucket(of.pos)] <= minEvidence {
+		return true
+	}
+	c := l.listLocked(of.key)
+	return len(of.list.children) > c.limit() && l.readsToEndLocked(of.key)
 }
 
 // closeLocked decides, when the application reads from a list of an object

@@ -315,3 +315,34 @@ func TestLearnedBorrowsFromTheLevelAboveReadToItsEnd(t *testing.T) {
 	require.Nil(t, l.stats[edgeKey{1, "User", "friends"}], "no evidence one level down")
 	assert.GreaterOrEqual(t, l.Chances(friend, 1, nil)[0], 0.5, "a friend's first friend is fetched")
 }
+
+// A follow re-expands the list it came from only when it can have changed
+// what that list's job fetches: its first follow, a list read further than
+// any before, a position whose evidence is still thin, or a list read to
+// its end past the limit. A tree read whole, once its lists are known, is
+// not re-expanded for each child read (movedLocked).
+func TestLearnedFollowReexpandsItsListOnlyWhenItMoved(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	var last []string
+	for r := range 4 { // four lists of five read whole: positions 0-3 hold 4 offers each
+		root := user(fmt.Sprint("root", r), 5, fmt.Sprint("r", r, "f"))
+		l.Read([]*graph.Object{root}, false, 0)
+		for i := range 5 {
+			last = l.Read([]*graph.Object{user(fmt.Sprint("r", r, "f", i), 0, "")}, false, 0)
+		}
+	}
+	require.Equal(t, []string{"root3"}, last, "position 4 of the fourth list: its fourth offer, evidence still thin")
+	root := user("root", 5, "f")
+	l.Read([]*graph.Object{root}, false, 0)
+	assert.Equal(t, []string{"root"}, l.Read([]*graph.Object{user("f0", 0, "")}, false, 0), "a list's first follow")
+	assert.Empty(t, l.Read([]*graph.Object{user("f1", 0, "")}, false, 0), "known positions, within the limit")
+	assert.Empty(t, l.Read([]*graph.Object{user("f2", 0, "")}, false, 0))
+
+	long := user("long", 40, "g") // read to its end, past the limit of 7
+	l.Read([]*graph.Object{long}, false, 0)
+	l.Read([]*graph.Object{user("g0", 0, "")}, false, 0)
+	for i := 1; i < 5; i++ {
+		assert.Equal(t, []string{"long"}, l.Read([]*graph.Object{user(fmt.Sprint("g", i), 0, "")}, false, 0),
+			"lists of the field are read to their end: the Copernican continuation moved")
+	}
+}

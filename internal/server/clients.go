@@ -4,41 +4,49 @@ import (
 	"net"
 	"sync/atomic"
 
+	"google.golang.org/grpc/credentials"
+
 	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
-// Listener gives each client connection l accepts its own share of
-// speculation: its requests carry a prefetch.Client, and when the
-// connection ends the scheduler drops what was queued for it and cuts what
-// runs (see prefetch.Client for why the connection is the scope). Serve
-// the grpc.Server that serves s on it.
+// Credentials are base (the server's TLS, or insecure.NewCredentials() for
+// plaintext) giving each client connection its own share of speculation:
+// its requests carry a prefetch.Client, and when the connection ends the
+// scheduler drops what was queued for it and cuts what runs (see
+// prefetch.Client for why the connection is the scope). Install them with
+// grpc.Creds on the grpc.Server that serves s.
 //
 // The connection, not a gRPC stats handler, carries the Client: once a
 // server has a stats handler, gRPC builds an event for every step of every
 // RPC and hands it over (17 allocations per hit, BenchmarkHitRPC), where
-// the Client needs only the connection's start and end. A request finds
-// it through the connection's remote address, which gRPC puts in every
-// request's peer (prefetch.ClientOf); the connection's Close, which gRPC
-// calls once it is done with the connection, tells the scheduler. The
-// wrapper hides the *net.TCPConn from gRPC, which looks for it only to set
-// a keepalive's TCP_USER_TIMEOUT: the sidecar sets no keepalive.
-func (s *Server) Listener(l net.Listener) net.Listener {
-	return clientListener{Listener: l, sched: s.sched}
+// the Client needs only the connection's start and end. The handshake
+// wraps the connection: a request finds the Client through its remote
+// address, which gRPC puts in every request's peer (prefetch.ClientOf),
+// and its Close, which gRPC calls once it is done with the connection,
+// tells the scheduler. gRPC keeps the connection it accepted, unwrapped,
+// for what it sets on the socket (TCP_USER_TIMEOUT).
+func (s *Server) Credentials(base credentials.TransportCredentials) credentials.TransportCredentials {
+	return clientCredentials{TransportCredentials: base, sched: s.sched}
 }
 
-// clientListener makes every connection it accepts a Client.
-type clientListener struct {
-	net.Listener
+// clientCredentials make every connection whose handshake they complete a
+// Client.
+type clientCredentials struct {
+	credentials.TransportCredentials
 	sched Scheduler
 }
 
-func (l clientListener) Accept() (net.Conn, error) {
-	c, err := l.Listener.Accept()
+func (c clientCredentials) ServerHandshake(raw net.Conn) (net.Conn, credentials.AuthInfo, error) {
+	conn, info, err := c.TransportCredentials.ServerHandshake(raw)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	addr := prefetch.ClientAddr{Addr: c.RemoteAddr(), Client: prefetch.NewClient()}
-	return &clientConn{Conn: c, addr: addr, sched: l.sched}, nil
+	addr := prefetch.ClientAddr{Addr: conn.RemoteAddr(), Client: prefetch.NewClient()}
+	return &clientConn{Conn: conn, addr: addr, sched: c.sched}, info, nil
+}
+
+func (c clientCredentials) Clone() credentials.TransportCredentials {
+	return clientCredentials{TransportCredentials: c.TransportCredentials.Clone(), sched: c.sched}
 }
 
 // clientConn is a connection that is a Client until it closes.

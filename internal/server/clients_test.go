@@ -104,7 +104,7 @@ func TestClosedConnectionsSpeculationIsCut(t *testing.T) {
 // A request finds its connection's Client at no cost: a hit on a
 // connection that is a Client allocates no more than one on a connection
 // to the same service that is not. (A gRPC stats handler, which found it
-// before, made every RPC 17 allocations dearer: see Server.Listener.)
+// before, made every RPC 17 allocations dearer: see Server.Credentials.)
 func TestFindingTheClientCostsARequestNothing(t *testing.T) {
 	r := newRig(t, taskTree(t, 1, 2, 2), rigOptions{engine: modeOff})
 	_, dial := serveDialer(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, r.svc) },

@@ -158,6 +158,7 @@ func TestReadmeErrorsTable(t *testing.T) {
 		{"`UNAVAILABLE`", "the client's own connection fails"},                   // test/faults: TLS end to end
 		{"`RESOURCE_EXHAUSTED`", "a request, a reply or an origin reply larger"}, // test/faults: message and object limits
 		{"`RESOURCE_EXHAUSTED`", "a BatchGet whose objects take more"},           // limits_test.go: TestBatchGetReplyOverTheLimitIsRefused
+		{"`RESOURCE_EXHAUSTED`", "a Subscribe while 1024 near-cache"},            // hostile_subscribe_test.go: TestSubscribersBeyondTheLimitAreRefused
 		{"`RESOURCE_EXHAUSTED`", "a GetGraph while `--max-walks`"},               // server_test.go: TestGetGraphFloodIsRefused
 		{"`RESOURCE_EXHAUSTED`", "a GetGraph while the streams under way hold"},  // streams_test.go: TestStreamMemoryIsBounded
 		{"`RESOURCE_EXHAUSTED`", "a Get or BatchGet with an id the cache"},       // admission_test.go: TestOriginRequestsAreAdmitted

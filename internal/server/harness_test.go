@@ -73,17 +73,10 @@ func serve(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption)
 // returns a function that opens another client connection to them.
 func serveDialer(t testing.TB, register func(*grpc.Server), opts ...grpc.ServerOption) (*grpc.Server, func(...grpc.DialOption) *grpc.ClientConn) {
 	t.Helper()
-	return serveListener(t, register, func(l net.Listener) net.Listener { return l }, opts...)
-}
-
-// serveListener is serveDialer serving on wrap of its listener.
-func serveListener(t testing.TB, register func(*grpc.Server), wrap func(net.Listener) net.Listener,
-	opts ...grpc.ServerOption) (*grpc.Server, func(...grpc.DialOption) *grpc.ClientConn) {
-	t.Helper()
 	lis := bufconn.Listen(1 << 20)
 	gs := grpc.NewServer(opts...)
 	register(gs)
-	go func() { _ = gs.Serve(wrap(lis)) }()
+	go func() { _ = gs.Serve(lis) }()
 	t.Cleanup(gs.Stop)
 	return gs, func(dopts ...grpc.DialOption) *grpc.ClientConn {
 		cc, err := grpc.NewClient("passthrough:///bufnet", append([]grpc.DialOption{
@@ -136,8 +129,8 @@ func newRig(t testing.TB, objs []*graph.Object, o rigOptions) *rig {
 	require.NoError(t, err)
 	svc.EnableNear(hub)
 	gm := metrics.NewGRPCServer(reg)
-	_, dial := serveListener(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) },
-		svc.Listener, Interceptors(gm)...)
+	_, dial := serveDialer(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) },
+		append(Interceptors(gm), grpc.Creds(svc.Credentials(insecure.NewCredentials())))...)
 	t.Cleanup(func() { e.Close(); c.Close() })
 	return &rig{client: lookaheadv1.NewSidecarServiceClient(dial()), dial: dial, hub: hub, m: m, reg: reg, originGRPC: ogs,
 		origin: lookaheadv1.NewOriginServiceClient(occ), cache: c, svc: svc}

@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -10,6 +11,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -85,4 +88,55 @@ func sample(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 		}
 	}
 	return v
+}
+
+// TestSubscriberReadingManyLongIDsIsFlushed: a near-cache subscriber reads
+// a thousand ids of 1 KiB that do not exist, a hundred at a time, each
+// read tracking its ids before it is answered. What the hub tracks stays
+// within its HeldBytes (and one id), the subscriber is told to flush and
+// start over, and the reads are answered.
+func TestSubscriberReadingManyLongIDsIsFlushed(t *testing.T) {
+	const limit = 64 << 10
+	r := newRig(t, taskTree(t, 1, 1, 1), rigOptions{engine: modeOff, near: near.Config{HeldBytes: limit}})
+	s := subscribe(t, r, 0)
+	for i := range 10 {
+		ids := make([]string, 100)
+		for j := range ids {
+			ids[j] = fmt.Sprintf("%03d-%03d-%s", i, j, strings.Repeat("x", 1000))
+		}
+		resp, err := r.client.BatchGet(s.ctx(), &lookaheadv1.BatchGetRequest{Ids: ids})
+		require.NoError(t, err)
+		assert.Len(t, resp.GetMissingIds(), 100)
+		require.LessOrEqual(t, sample(t, r.reg, "lookahead_near_held_bytes"), float64(limit+1008+48))
+	}
+	assert.Equal(t, "tracking limit", s.next().GetFlush().GetReason())
+}
+
+// TestSubscribersBeyondTheLimitAreRefused: with MaxSubscribers 2, a third
+// Subscribe is refused RESOURCE_EXHAUSTED naming the limit (every
+// prediction and change visits every subscriber), and is accepted once one
+// of the two has gone.
+func TestSubscribersBeyondTheLimitAreRefused(t *testing.T) {
+	r := newRig(t, taskTree(t, 1, 1, 1), rigOptions{engine: modeOff, near: near.Config{MaxSubscribers: 2}})
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	first, err := r.client.Subscribe(ctx, &lookaheadv1.SubscribeRequest{})
+	require.NoError(t, err)
+	_, err = first.Recv()
+	require.NoError(t, err)
+	subscribe(t, r, 0)
+	third := func() error {
+		s, err := r.client.Subscribe(ctx, &lookaheadv1.SubscribeRequest{})
+		if err == nil {
+			_, err = s.Recv()
+		}
+		return err
+	}
+	err = third()
+	require.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
+	assert.Equal(t, "2 near-cache subscribers, the limit: retry later", status.Convert(err).Message())
+	cancel()
+	ctx, cancel = context.WithCancel(context.Background())
+	defer cancel()
+	assert.Eventually(t, func() bool { return third() == nil }, 10*time.Second, 10*time.Millisecond, "room once the first has gone")
 }

@@ -77,9 +77,12 @@ func (s *Server) Subscribe(req *lookaheadv1.SubscribeRequest, stream lookaheadv1
 	if n := len(req.GetClientName()); n > maxClientName {
 		return status.Errorf(codes.InvalidArgument, "client_name: %d bytes, at most %d", n, maxClientName)
 	}
-	sub := s.near.Subscribe(int64(req.GetBudgetBytes()), req.GetClientName())
-	defer s.near.Unsubscribe(sub)
 	cfg := s.near.Config()
+	sub := s.near.Subscribe(int64(req.GetBudgetBytes()), req.GetClientName())
+	if sub == nil {
+		return status.Errorf(codes.ResourceExhausted, "%d near-cache subscribers, the limit: retry later", cfg.MaxSubscribers)
+	}
+	defer s.near.Unsubscribe(sub)
 	hello := &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Hello{Hello: &lookaheadv1.NearHello{
 		SubscriberId:    sub.ID,
 		HeartbeatMillis: uint32(cfg.Heartbeat / time.Millisecond),

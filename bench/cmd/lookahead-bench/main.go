@@ -27,8 +27,10 @@ func main() {
 	bin := flag.String("bin", "bin", "directory holding the origin and sidecar binaries (make build)")
 	out := flag.String("out", "results", "directory for plots and raw results; empty disables")
 	md := flag.String("markdown", "BENCHMARKS.md", "report to write; empty disables")
-	workloads := flag.String("workloads", "", "comma-separated subset of w1,w2,w3,w4,w5,w6; empty runs all")
+	workloads := flag.String("workloads", "", "comma-separated subset of w1,w2,w3,w4,w5,w6,w7; empty runs all")
 	grid := flag.String("w5-grid", "", `W5's static settings searched for the best static row, "DEPTH/MAX_OBJECTS,..." (e.g. 1/100,2/200); empty = the mode's grid`)
+	w7Grid := flag.String("w7-grid", "", `W7's static settings searched for the best static row, as -w5-grid; empty = the mode's grid`)
+	w7Patterns := flag.String("w7-patterns", "", `W7's patterns to run, comma-separated names as in the report (e.g. "chain,diamonds"); empty runs all`)
 	w1Rows := flag.String("w1-rows", "", `W1's rows to run, comma-separated names as in the report (e.g. "full_prefetch,full_prefetch + near cache"); empty runs all`)
 	w1Lat := flag.String("w1-latencies", "", "W1's one-way latencies in ms, comma-separated (e.g. 1); empty = the mode's")
 	w3Mode := flag.String("w3-prefetch-mode", "", "the sidecar's --prefetch-mode in W3 (off, static, adaptive); empty = off")
@@ -52,6 +54,15 @@ func main() {
 			fmt.Fprintln(os.Stderr, "lookahead-bench: -w5-grid:", err)
 			os.Exit(2)
 		}
+	}
+	if *w7Grid != "" {
+		if cfg.W7.Statics, err = bench.ParseW5Grid(*w7Grid); err != nil {
+			fmt.Fprintln(os.Stderr, "lookahead-bench: -w7-grid:", err)
+			os.Exit(2)
+		}
+	}
+	if *w7Patterns != "" {
+		cfg.W7.Patterns = strings.Split(*w7Patterns, ",")
 	}
 	if *w1Rows != "" {
 		cfg.W1.Rows = strings.Split(*w1Rows, ",")
