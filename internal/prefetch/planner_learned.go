@@ -291,15 +291,26 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 		return // a leaf: nothing to offer (most reads of a tree)
 	}
 	lists := l.listsOf(o)
+	left := 0 // refs to offer: each list's first offersPerList
+	for _, f := range lists {
+		left += min(f.n, offersPerList)
+	}
 	list := &openList{id: o.ID, typ: o.Type, depth: depth, seq: l.request,
 		children: make([]string, 0, min(len(o.Refs), offersPerList))}
+	f := &lists[0]
 	for _, r := range o.Refs {
-		f := &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
+		if left == 0 {
+			break // a hub's refs past its lists' first: never offered
+		}
+		if f.field != r.Field {
+			f = &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
+		}
 		i := f.pos
 		f.pos++
 		if i >= offersPerList {
 			continue
 		}
+		left--
 		offers := l.pending[r.ID]
 		if len(offers) >= maxOffers || slices.ContainsFunc(offers, func(of offer) bool { return of.parent == o.ID }) {
 			continue // o read again, or enough lists offer the child

@@ -40,8 +40,11 @@ type refList struct {
 // l.refLists: valid until the next call.
 func (l *Learned) listsOf(o *graph.Object) []refList {
 	lists := l.refLists[:0]
+	i := -1 // the list of the ref before: a field's refs usually come together
 	for _, r := range o.Refs {
-		i := slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
+		if i < 0 || lists[i].field != r.Field {
+			i = slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
+		}
 		if i < 0 {
 			i = len(lists)
 			lists = append(lists, refList{field: r.Field})
