@@ -76,7 +76,8 @@ type w7 struct {
 	byID map[string]*graph.Object
 }
 
-// w7Prefix names each shape's ids, so that the shapes share one origin.
+// Each shape's ids start with its own prefix, so that the shapes share one
+// origin (random points keep RandomGraph's "node-").
 const (
 	w7Chain, w7DAG, w7Star = "chain", "dag", "star"
 	w7Big, w7Write         = "big/", "rw/"
@@ -93,7 +94,7 @@ func runW7(ctx context.Context, e *env, cfg W7Config) (*w7Result, error) {
 		return nil, err
 	}
 	res := &w7Result{Cfg: cfg, Objects: len(w.byID)}
-	e.progress("w7: starting origin with %d objects of seven shapes", res.Objects)
+	e.progress("w7: starting origin with %d objects of six shapes", res.Objects)
 	o, err := e.startOrigin(ctx, "w7", "--load", path)
 	if err != nil {
 		return nil, err

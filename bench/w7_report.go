@@ -9,7 +9,7 @@ func (r *reporter) w7(res *w7Result) {
 	c := res.Cfg
 	var b strings.Builder
 	fmt.Fprintf(&b, "## W7 — shapes where speculation can lose\n\n")
-	fmt.Fprintf(&b, "One origin (`bin/origin --load`, the NDJSON bench/w7.go writes) holds %d objects of seven shapes, each read through the "+
+	fmt.Fprintf(&b, "One origin (`bin/origin --load`, the NDJSON bench/w7.go writes) holds %d objects of six shapes, read in seven patterns through the "+
 		"sidecar's gRPC API one Get per object, as an application reads; payloads are %d bytes unless stated:\n\n", res.Objects, c.PayloadBytes)
 	fmt.Fprintf(&b, "- **random points**: %d reads of objects drawn uniformly from a random graph of %d objects with 4 refs each on average; "+
 		"no read follows a ref, so every prefetch is waste.\n", c.PointReads, c.Points)

@@ -34,7 +34,7 @@ func (t Tier) String() string {
 // Lookup is the answer of Get.
 type Lookup struct {
 	Object   *graph.Object // nil for a negative entry
-	Tier     Tier          // where Object was found; zero for a negative entry
+	Tier     Tier          // where Object was found (main for a walk's, see FillWalked); zero for a negative entry
 	Negative bool          // the id is remembered not to exist
 	// Stale is true once the object's TTL has passed: it is kept for
 	// Config.StaleFor, and StaleFor says how long it has been stale.
@@ -56,8 +56,9 @@ func staleness(fresh, now time.Time) (bool, time.Duration) {
 // Sets are lossy (a full buffer drops them) and asynchronous (visible only
 // once its goroutine applies them). The prefetch tier is lookahead's own LRU
 // bounded by bytes, synchronous and lossless; speculation lands only there,
-// so it can never evict a demanded object. A prefetched object moves to the
-// main tier on its first hit.
+// so it can never evict an object the main tier holds. A prefetched object
+// moves to the main tier on its first hit, and so does a walk's object (see
+// FillWalked), which waits there as a demanded one until it is read again.
 //
 // Versions: an older copy never replaces a newer one, in either tier. A copy
 // replaces a cached one if its version is greater, or if both are 0 (unknown:
@@ -163,9 +164,15 @@ func (c *Cache) Get(id string) (Lookup, bool) {
 	c.report(&t)
 	switch {
 	case n != nil:
-		c.m.HitsPrefetch.Inc()
+		tier := TierPrefetch
+		if n.demanded {
+			tier = TierMain // a walk's object, moving to the main tier now
+			c.m.HitsMain.Inc()
+		} else {
+			c.m.HitsPrefetch.Inc()
+		}
 		stale, age := staleness(n.fresh, now)
-		return Lookup{Object: n.obj, Tier: TierPrefetch, Stale: stale, StaleFor: age}, true
+		return Lookup{Object: n.obj, Tier: tier, Stale: stale, StaleFor: age}, true
 	case neg:
 		c.m.NegativeHits.Inc()
 		return Lookup{Negative: true}, true

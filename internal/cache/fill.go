@@ -22,16 +22,18 @@ func (c *Cache) AddDemand(objs ...*graph.Object) { c.FillDemand(Unchecked, objs.
 // the ids of the objects that were older than a version the origin had
 // announced (see InvalidateVersion), which are not stored either.
 func (c *Cache) FillDemand(since uint64, objs ...*graph.Object) (older []string) {
-	return c.fill(since, objs, c.storeDemandLocked, func(seq uint64) {
-		// One Wait for the whole batch makes every accepted Set visible to
-		// Get. It costs about as long as ristretto takes to apply what is
-		// buffered, microseconds, while the demand path has just paid an
-		// origin round trip; it runs without mu so that Get is not held up.
-		c.main.rc.Wait()
-		c.mu.Lock()
-		c.settledLocked(seq)
-		c.mu.Unlock()
-	})
+	return c.fill(since, objs, c.storeDemandLocked, c.waitSets)
+}
+
+// waitSets makes every main-tier Set up to seq visible to Get. One Wait for
+// a whole fill costs about as long as ristretto takes to apply what is
+// buffered, microseconds, while the demand path has just paid an origin
+// round trip; it runs without mu so that Get is not held up.
+func (c *Cache) waitSets(seq uint64) {
+	c.main.rc.Wait()
+	c.mu.Lock()
+	c.settledLocked(seq)
+	c.mu.Unlock()
 }
 
 // storeDemandLocked stores one demanded object: in the main tier, or in the
@@ -87,10 +89,20 @@ func (c *Cache) FillPrefetched(since uint64, objs ...*graph.Object) (older []str
 
 // storePrefetchedLocked stores one speculative object in the prefetch tier.
 func (c *Cache) storePrefetchedLocked(o *graph.Object, f *fillState) {
+	c.storeInPrefetchLocked(o, o.Size(), false, f)
+}
+
+// storeInPrefetchLocked stores o, of Size cost, in the prefetch tier,
+// speculative or demanded, unless a copy either tier holds is to stay; an
+// outdated main-tier copy is dropped.
+func (c *Cache) storeInPrefetchLocked(o *graph.Object, cost int64, demanded bool, f *fillState) {
 	if cur, ok := c.mainLocked(o.ID); ok {
-		// Speculation replaces a main-tier copy only with a newer version,
-		// or with a refetch of the same one once it went stale.
-		if stale, _ := staleness(cur.fresh, f.now); o.Version < cur.obj.Version || o.Version == cur.obj.Version && !stale {
+		// A demand replaces it by the version rule; speculation only with
+		// a newer version, or with a refetch of the same one once it went
+		// stale (an unknown version never replaces a fresh copy).
+		stale, _ := staleness(cur.fresh, f.now)
+		spec := o.Version < cur.obj.Version || o.Version == cur.obj.Version && !stale
+		if demanded && !renews(o.Version, cur.obj.Version, cur.fresh, f.now) || !demanded && spec {
 			return
 		}
 		c.main.rc.Del(o.ID) // outdated; Del is ordered after every earlier Set
@@ -102,7 +114,36 @@ func (c *Cache) storePrefetchedLocked(o *graph.Object, f *fillState) {
 		c.pre.remove(n)
 		f.t.discard(n)
 	}
-	c.insertLocked(&node{id: o.ID, obj: o, cost: o.Size(), expires: f.expires, fresh: f.fresh}, f.now, &f.t)
+	c.insertLocked(&node{id: o.ID, obj: o, cost: cost, expires: f.expires, fresh: f.fresh, used: demanded, demanded: demanded}, f.now, &f.t)
+}
+
+// FillWalked is FillDemand for the objects of a bulk demand read, a graph
+// walk: they wait in the prefetch tier, as demanded objects (a hit on one
+// is a main-tier hit, and its eviction is not wasted), for a second read,
+// which moves them to the main tier as a prefetched object's first hit
+// does. A walk reads thousands of objects once, and a ristretto Set costs
+// about twice an insert into the prefetch tier (its hashing, its buffer and
+// its goroutine's admission and map), so a one-off walk pays only for the
+// cheaper one and never floods ristretto's admission; what is read again
+// pays the Set then. Like speculation, the objects compete for the prefetch
+// tier's bytes, oldest out first. An object the main tier holds at the same
+// version, fresh, or a newer one is not stored; an older main-tier copy is
+// dropped. An object larger than the whole prefetch tier goes to the main
+// tier as FillDemand stores it.
+func (c *Cache) FillWalked(since uint64, objs ...*graph.Object) (older []string) {
+	big := false // an object went to the main tier: wait for it as FillDemand does
+	return c.fill(since, objs, func(o *graph.Object, f *fillState) {
+		if cost := o.Size(); cost > c.pre.budget {
+			big = true
+			c.storeDemandLocked(o, f)
+		} else {
+			c.storeInPrefetchLocked(o, cost, true, f)
+		}
+	}, func(seq uint64) {
+		if big {
+			c.waitSets(seq)
+		}
+	})
 }
 
 // fillState is what the objects of one fill are stored with.

@@ -21,6 +21,9 @@ type node struct {
 	// used is true once the object was demanded: hit, promoted or stored here
 	// on behalf of a demand. Evicting a used node is not wasted speculation.
 	used bool
+	// demanded is true for an object a walk stored here (FillWalked): a
+	// hit on it is a main-tier hit.
+	demanded bool
 	// promoSeq is non-zero while a promotion of this node to the main tier
 	// has been accepted by ristretto but is not known to have been applied:
 	// it is the Cache.issued sequence of that Set.

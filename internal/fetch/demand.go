@@ -224,7 +224,7 @@ func (f *Fetcher) run(ctx context.Context, b *batch, speculative bool) {
 		since := f.cache.Changes() // before the request leaves: see cache.FillDemand
 		found, missing, err := f.origin.BatchGet(ctx, ask)
 		if err == nil {
-			c.older = f.fill(found, missing, speculative, since)
+			c.older = f.fill(found, missing, fillOf(speculative), since)
 			for _, o := range found {
 				c.objs[o.ID] = o
 			}
@@ -234,21 +234,41 @@ func (f *Fetcher) run(ctx context.Context, b *batch, speculative bool) {
 	f.flights.release(b)
 }
 
-// fill stores what the origin sent for a fetch that began at since and
-// counts it by reason. It returns the ids of objects older than a version
-// the origin had announced, which the cache refused.
-func (f *Fetcher) fill(objs []*graph.Object, missing []string, speculative bool, since uint64) (older map[string]bool) {
+// fillTo says where a fill stores what the origin sent.
+type fillTo uint8
+
+const (
+	toMain     fillTo = iota // a demand's: the main tier
+	toPrefetch               // speculation's: the prefetch tier
+	toWalk                   // a walk's Expand's: the prefetch tier, as demanded (cache.FillWalked)
+)
+
+// fillOf is where a fetch, speculative or not, stores what it brings.
+func fillOf(speculative bool) fillTo {
+	if speculative {
+		return toPrefetch
+	}
+	return toMain
+}
+
+// fill stores what the origin sent for a fetch that began at since where
+// to says and counts it by reason. It returns the ids of objects older than
+// a version the origin had announced, which the cache refused.
+func (f *Fetcher) fill(objs []*graph.Object, missing []string, to fillTo, since uint64) (older map[string]bool) {
 	var n int64
 	for _, o := range objs {
 		n += o.Size()
 	}
-	f.cfg.Metrics.Fetched(speculative, len(objs), n)
+	f.cfg.Metrics.Fetched(to == toPrefetch, len(objs), n)
 	f.fetchedObjects.Add(int64(len(objs)))
 	f.fetchedBytes.Add(n)
 	var old []string
-	if speculative {
+	switch to {
+	case toPrefetch:
 		old = f.cache.FillPrefetched(since, objs...)
-	} else {
+	case toWalk:
+		old = f.cache.FillWalked(since, objs...)
+	default:
 		old = f.cache.FillDemand(since, objs...)
 	}
 	f.cache.FillMissing(since, missing...)

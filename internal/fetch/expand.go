@@ -11,6 +11,30 @@ import (
 // absent stands in Expansion.ids for an id the origin said does not exist.
 var absent = &graph.Object{}
 
+// outcome is what Expansion.ids records of an admitted id, its stand-ins
+// (nil, absent, released) told apart in one place.
+type outcome uint8
+
+const (
+	outAwaited  outcome = iota // nothing received yet
+	outAbsent                  // the origin said it does not exist
+	outReleased                // received, sent on by the walk and let go of (readAhead)
+	outHeld                    // received: the object is held
+)
+
+// outcomeOf says what o, a value of Expansion.ids, stands for.
+func outcomeOf(o *graph.Object) outcome {
+	switch o {
+	case nil:
+		return outAwaited
+	case absent:
+		return outAbsent
+	case released:
+		return outReleased
+	}
+	return outHeld
+}
+
 // ErrMalformedExpand is an Expand stream that broke the traversal's rules:
 // a level out of order, beyond the requested depth, or objects nobody asked
 // for. The stream is cut at once.

@@ -19,12 +19,12 @@ func (x *Expansion) Lookup(id string) (obj *graph.Object, known bool) {
 // Called with x.mu held.
 func (x *Expansion) lookupLocked(id string) (obj *graph.Object, known, coming bool) {
 	o, admitted := x.ids.Get(id)
-	switch {
-	case o == absent:
+	switch outcomeOf(o) {
+	case outAbsent:
 		return nil, true, false
-	case o == released:
+	case outReleased:
 		return nil, false, false // sent by the walk, no longer held
-	case o != nil:
+	case outHeld:
 		return o, true, false
 	}
 	return nil, false, !x.finished && admitted && x.known[id] == nil
@@ -38,16 +38,15 @@ func (x *Expansion) delivered(id string) (*graph.Object, bool) {
 	x.mu.Lock()
 	o, _ := x.ids.Get(id)
 	x.mu.Unlock()
-	switch {
-	case o == absent:
-		return nil, false
-	case o == released:
+	switch outcomeOf(o) {
+	case outHeld:
+		return o, true
+	case outReleased:
 		if o, _ := x.f.cache.Peek(id); o != nil {
 			return o, true
 		}
-		return nil, false // evicted meanwhile: the waiter fetches it
-	}
-	return o, o != nil
+	} // evicted meanwhile, absent or not delivered: the waiter fetches it
+	return nil, false
 }
 
 // Delivered returns the objects of ids the expansion has received, with the
@@ -57,10 +56,10 @@ func (x *Expansion) Delivered(ids []string) (objs []*graph.Object, rest []string
 	defer x.mu.Unlock()
 	objs = make([]*graph.Object, 0, len(ids))
 	for _, id := range ids {
-		switch o, _ := x.ids.Get(id); {
-		case o == nil, o == released:
+		switch o, _ := x.ids.Get(id); outcomeOf(o) {
+		case outAwaited, outReleased:
 			rest = append(rest, id)
-		case o != absent:
+		case outHeld:
 			objs = append(objs, o)
 		}
 	}

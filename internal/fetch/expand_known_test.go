@@ -53,7 +53,7 @@ func TestExpansionFollowsKnownObjectsInTheOriginsOrder(t *testing.T) {
 						held = append(held, o)
 					}
 				}
-				r.f.fill(held, nil, false, r.c.Changes())
+				r.f.fill(held, nil, toMain, r.c.Changes())
 				roots := []string{g.NodeID(start), g.NodeID((start + 1) % 200)}
 				b := graph.Budget{Depth: 4, MaxObjects: maxObjects}
 				x := r.f.NewExpansion(roots, b, false)
@@ -85,7 +85,7 @@ func TestExpansionOfWhatIsHeldAsksNothing(t *testing.T) {
 	objs := fetchtest.Tree(t, 2, 3) // 7 objects
 	fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(objs)}
 	r := newRig(t, fx, Config{}, cache.Config{})
-	r.f.fill(objs, nil, false, r.c.Changes())
+	r.f.fill(objs, nil, toMain, r.c.Changes())
 	x := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 5}, true)
 	require.NoError(t, x.Run(context.Background()))
 	assert.Zero(t, fx.ExpandCalls())

@@ -93,7 +93,11 @@ func (x *Expansion) record(level int, objs []*graph.Object, missing []string) (m
 // apply fills the cache with what m brought, then completes the levels m
 // completed.
 func (x *Expansion) apply(m received) {
-	x.f.fill(m.objs, m.missing, x.speculative, x.since)
+	to := fillOf(x.speculative)
+	if x.async {
+		to = toWalk // sent on to the walk's client already; cached for a second read
+	}
+	x.f.fill(m.objs, m.missing, to, x.since)
 	if len(m.complete) == 0 {
 		return
 	}

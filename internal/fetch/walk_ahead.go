@@ -72,7 +72,7 @@ func (a *readAhead) release(x *Expansion, level int, ids []string) {
 	if !a.closed {
 		var n int64
 		for _, id := range ids {
-			if o, _ := x.ids.Get(id); held(o) {
+			if o, _ := x.ids.Get(id); outcomeOf(o) == outHeld {
 				x.ids.Record(id, released)
 				n += o.Size()
 			}
@@ -85,16 +85,14 @@ func (a *readAhead) release(x *Expansion, level int, ids []string) {
 	a.room = make(chan struct{})
 }
 
-// close releases everything: the walk needs nothing more from the
-// expansion, which may still be reading its stream's end.
+// close stops holding the expansion back: the walk needs nothing more from
+// it, and it may still be reading its stream's end. What it holds is no
+// longer counted; the objects themselves stay in its ids, without a pass
+// over them, until the walk lets go of the expansion, which it does once
+// the Expand has returned (Walk waits for it).
 func (a *readAhead) close(x *Expansion) {
 	x.mu.Lock()
 	if !a.closed {
-		x.ids.Recorded(func(id string, o *graph.Object) {
-			if held(o) {
-				x.ids.Record(id, released)
-			}
-		})
 		x.f.walkBytes.Add(-a.held)
 	}
 	a.held, a.closed = 0, true
@@ -102,9 +100,6 @@ func (a *readAhead) close(x *Expansion) {
 	a.room = make(chan struct{})
 	x.mu.Unlock()
 }
-
-// held reports whether o, a value of Expansion.ids, is an object held.
-func held(o *graph.Object) bool { return o != nil && o != absent && o != released }
 
 // WalkMemory is the bytes of objects walks' Expands hold for their walks
 // now (see readAhead).

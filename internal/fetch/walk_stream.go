@@ -66,9 +66,9 @@ func (x *Expansion) front(st graph.Step, p front) (objs, received []*graph.Objec
 			p.objs++
 			continue
 		}
-		switch o, _ := x.ids.Get(st.IDs[p.ids]); {
-		case o == absent:
-		case held(o):
+		switch o, _ := x.ids.Get(st.IDs[p.ids]); outcomeOf(o) {
+		case outAbsent:
+		case outHeld:
 			objs, received = append(objs, o), append(received, o)
 			p.objs++
 		default: // not received yet, or not by this expansion

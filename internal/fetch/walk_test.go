@@ -53,3 +53,35 @@ func lockedHave(w *walk, id string) (*graph.Object, bool) {
 	defer w.x.mu.Unlock()
 	return w.have(id)
 }
+
+// A walk's Expand leaves what it brought in the prefetch tier, as demanded
+// objects (cache.FillWalked): no main-tier Set for a one-off walk, and a
+// second walk finds them as main-tier hits, not as speculation paid off.
+func TestWalkLeavesItsObjectsForASecondRead(t *testing.T) {
+	var objs []*graph.Object
+	require.NoError(t, graph.TaskTrees{Roots: 1, Fanout: 2, Levels: 3}.Generate(func(o *graph.Object) error {
+		objs = append(objs, o)
+		return nil
+	}))
+	fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(objs)}
+	r := newRig(t, fx, Config{}, cache.Config{MainBytes: 4 << 20})
+	walk := func() map[Status]int {
+		n := map[Status]int{}
+		_, err := r.f.Walk(context.Background(), []string{objs[0].ID}, graph.Budget{Depth: 2}, 0, func(_ int, rs []Result) error {
+			for _, res := range rs {
+				n[res.Status]++
+			}
+			return nil
+		})
+		require.NoError(t, err)
+		return n
+	}
+	assert.Equal(t, map[Status]int{StatusMiss: len(objs)}, walk())
+	s := r.c.Stats()
+	assert.Zero(t, s["main"].Objects, "no main-tier Set for a walk")
+	assert.Equal(t, int64(len(objs)), s["prefetch"].Objects, "the objects its Expand brought, the root among them")
+	unread, _ := r.c.Unread()
+	assert.Zero(t, unread, "demanded, not speculation")
+
+	assert.Equal(t, map[Status]int{StatusHit: len(objs)}, walk())
+}

@@ -117,6 +117,12 @@ func (c *LearnedConfig) setDefaults() {
 // first friend already says something about the second; a field nothing is
 // known about at one depth borrows from the depths above when they were
 // read as a tree's (treeLikeLocked).
+//
+// What a read returns to be expanded again (Read's parents): the list a
+// follow came from only when the follow can have changed what that list's
+// job fetches (movedLocked), and, when a list was read to its end with
+// nothing known of its field one level down, the objects it led to whose
+// lists now borrow its evidence (belowLocked).
 type Learned struct {
 	cfg LearnedConfig
 

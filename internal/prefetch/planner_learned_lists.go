@@ -184,6 +184,31 @@ func (l *Learned) followLocked(of offer, out []string) []string {
 	if longer {
 		out = l.peersLocked(of, out)
 	}
+	if of.last {
+		out = l.belowLocked(of, out)
+	}
+	return out
+}
+
+// belowLocked appends to out, when of's list was just read to its end and
+// nothing is known yet of its field one level down, the objects its list
+// led to whose own lists of the field wait unstarted: a list read to its
+// end lends its evidence to the level below (listLocked), so those lists
+// became likely with this read, and a reader going level by level reads
+// them next, the first of them before the jobs of reads one level down
+// could fetch it (friends of friends: the user's friends read, then the
+// first friend's friends).
+func (l *Learned) belowLocked(of offer, out []string) []string {
+	if l.stats[edgeKey{min(of.key.depth+1, maxContextDepth), of.key.typ, of.key.field}] != nil {
+		return out // the level below has evidence of its own
+	}
+	n := 0
+	for _, id := range of.list.children {
+		if o := l.open.latest(id); o != nil && n < maxPeers && len(o.started) == 0 && o.typ == of.key.typ {
+			out = append(out, id)
+			n++
+		}
+	}
 	return out
 }
 

@@ -95,3 +95,23 @@ func TestLearnedOneUnreadRefIsNotAStop(t *testing.T) {
 	assert.Equal(t, 1.0, s.stops, "w's list: y and z unread")
 	assert.Zero(t, s.ends)
 }
+
+// The read that ends a list, when nothing is known yet of its field one
+// level down, names the objects the list led to whose lists now borrow its
+// evidence: the user's first friend's friends are read next, before a job
+// of theirs could fetch them (belowLocked). Once the level below has
+// evidence of its own, their own reads' jobs see to it.
+func TestLearnedListReadToItsEndNamesTheListsBelow(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	l.Read([]*graph.Object{user("u", 3, "f")}, false, 0)
+	l.Read([]*graph.Object{user("f0", 4, "a")}, false, 0)
+	l.Read([]*graph.Object{user("f1", 0, "")}, false, 0) // no friends: no list
+	got := l.Read([]*graph.Object{user("f2", 4, "c")}, false, 0)
+	assert.ElementsMatch(t, []string{"u", "f0"}, got, "f0's list waits; f2 is read, its job expands below it")
+	assert.Positive(t, l.Chances(user("f0", 4, "a"), 1, nil)[0], "and it is likely now")
+
+	l.Read([]*graph.Object{user("a0", 0, "")}, false, 0) // f0's list followed: the level below has evidence
+	l.Read([]*graph.Object{user("v", 2, "g")}, false, 0)
+	l.Read([]*graph.Object{user("g0", 3, "h")}, false, 0)
+	assert.NotContains(t, l.Read([]*graph.Object{user("g1", 3, "i")}, false, 0), "g0")
+}
