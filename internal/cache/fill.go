@@ -22,7 +22,7 @@ func (c *Cache) AddDemand(objs ...*graph.Object) { c.FillDemand(Unchecked, objs.
 // the ids of the objects that were older than a version the origin had
 // announced (see InvalidateVersion), which are not stored either.
 func (c *Cache) FillDemand(since uint64, objs ...*graph.Object) (older []string) {
-	return c.fill(since, objs, c.storeDemandLocked, c.waitSets)
+	return c.fill(since, newestByID(objs), c.storeDemandLocked, c.waitSets)
 }
 
 // waitSets makes every main-tier Set up to seq visible to Get. One Wait for
@@ -84,7 +84,8 @@ func (c *Cache) AddPrefetched(objs ...*graph.Object) { c.FillPrefetched(Unchecke
 // FillPrefetched is AddPrefetched for objects a fetch read that began when
 // Changes was since (see FillDemand, also for older).
 func (c *Cache) FillPrefetched(since uint64, objs ...*graph.Object) (older []string) {
-	return c.fill(since, objs, c.storePrefetchedLocked, nil)
+	// A copy the batch itself replaces is not counted as wasted.
+	return c.fill(since, newestByID(objs), c.storePrefetchedLocked, nil)
 }
 
 // storePrefetchedLocked stores one speculative object in the prefetch tier.
@@ -130,10 +131,18 @@ func (c *Cache) storeInPrefetchLocked(o *graph.Object, cost int64, demanded bool
 // version, fresh, or a newer one is not stored; an older main-tier copy is
 // dropped. An object larger than the whole prefetch tier goes to the main
 // tier as FillDemand stores it.
+//
+// Its objects are stored as they come, without a pass for copies of one id
+// (see newestByID): the prefetch tier is written at once, so a later copy
+// replaces an earlier one by the version rule, and a replaced walked copy is
+// not wasted speculation.
 func (c *Cache) FillWalked(since uint64, objs ...*graph.Object) (older []string) {
 	big := false // an object went to the main tier: wait for it as FillDemand does
 	return c.fill(since, objs, func(o *graph.Object, f *fillState) {
 		if cost := o.Size(); cost > c.pre.budget {
+			if big {
+				c.settleLocked() // a copy of o's id may be among the Sets pending
+			}
 			big = true
 			c.storeDemandLocked(o, f)
 		} else {
@@ -152,14 +161,13 @@ type fillState struct {
 	t                   tally
 }
 
-// fill is what every fill shares: the newest copy of each id, the cache's
+// fill is what every fill shares: the cache's
 // life lock, settled Sets, the version floors (a refused object is counted,
 // and returned in older when the origin had announced a newer version) and
 // forgotten absences; store keeps each object that passes, under mu. after,
 // if not nil, runs once mu is released, still within the life lock, with
 // the number of the last main-tier Set issued.
 func (c *Cache) fill(since uint64, objs []*graph.Object, store func(*graph.Object, *fillState), after func(seq uint64)) (older []string) {
-	objs = newestByID(objs)
 	if len(objs) == 0 {
 		return nil
 	}
@@ -173,6 +181,9 @@ func (c *Cache) fill(since uint64, objs []*graph.Object, store func(*graph.Objec
 	c.mu.Lock()
 	c.settleLocked()
 	for _, o := range objs {
+		if o == nil {
+			continue
+		}
 		if refuse, old := c.belowFloorLocked(o, since, f.now); refuse {
 			f.t.staleFills++
 			if old {

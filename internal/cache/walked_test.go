@@ -57,3 +57,19 @@ func TestWalkedObjectLargerThanThePrefetchTierGoesToTheMainTier(t *testing.T) {
 	h.FillWalked(Unchecked, sized("big", 1, 200))
 	assert.Equal(t, TierMain, h.tierOf("big"))
 }
+
+func TestWalkedBatchKeepsTheNewestCopyOfAnID(t *testing.T) {
+	h := newHarness(t, Config{PrefetchBytes: 1000})
+	h.FillWalked(Unchecked, sized("w", 1, 200), sized("w", 3, 200), nil, sized("w", 2, 200))
+	l, ok := h.Get("w")
+	require.True(t, ok)
+	assert.Equal(t, uint64(3), l.Object.Version)
+	assert.Zero(t, val(h.m.PrefetchWasted))
+
+	// Larger than the prefetch tier: main-tier Sets, which ristretto would
+	// apply first come first kept while they wait in its buffer.
+	h.FillWalked(Unchecked, sized("big", 1, 2000), sized("big", 2, 2000))
+	l, ok = h.Get("big")
+	require.True(t, ok)
+	assert.Equal(t, uint64(2), l.Object.Version)
+}
