@@ -7,6 +7,9 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 )
@@ -120,5 +123,40 @@ func BenchmarkNearHit(b *testing.B) {
 	if len(samples) > 0 {
 		sort.Slice(samples, func(a, b int) bool { return samples[a] < samples[b] })
 		b.ReportMetric(float64(samples[len(samples)/2].Nanoseconds()), "p50-ns")
+	}
+}
+
+// reportingRPC hands over the metadata of the BatchGets it is sent.
+type reportingRPC struct {
+	lookaheadv1.SidecarServiceClient
+	sent chan metadata.MD
+	ids  chan []string
+}
+
+func (r reportingRPC) BatchGet(ctx context.Context, in *lookaheadv1.BatchGetRequest, _ ...grpc.CallOption) (*lookaheadv1.BatchGetResponse, error) {
+	md, _ := metadata.FromOutgoingContext(ctx)
+	r.sent <- md
+	r.ids <- in.GetIds()
+	return &lookaheadv1.BatchGetResponse{}, nil
+}
+
+// The first read of a pushed object is reported as a report, tracked for
+// the subscription, which the sidecar answers without objects.
+func TestUsedPushesAreReportedAsReports(t *testing.T) {
+	rpc := reportingRPC{sent: make(chan metadata.MD, 1), ids: make(chan []string, 1)}
+	n := &nearCache{store: newStore(1 << 20), rpc: rpc, reported: make(chan struct{})}
+	n.up("sub-1", time.Minute, 0)
+	n.push(&lookaheadv1.Object{Id: "a", Version: 1})
+	ctx, cancel := context.WithCancel(context.Background())
+	go n.report(ctx)
+	defer func() { cancel(); <-n.reported }()
+	require.NotNil(t, n.get("a"))
+	select {
+	case md := <-rpc.sent:
+		assert.Equal(t, []string{"sub-1"}, md.Get(subscriberHeader))
+		assert.Equal(t, []string{"used"}, md.Get(reportHeader))
+		assert.Equal(t, []string{"a"}, <-rpc.ids)
+	case <-time.After(5 * time.Second):
+		t.Fatal("the read of a pushed object was not reported")
 	}
 }

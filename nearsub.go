@@ -14,6 +14,10 @@ import (
 // the sidecar tracks what this client holds.
 const subscriberHeader = "lookahead-subscriber"
 
+// reportHeader marks a report of used pushes: the sidecar answers it
+// without objects.
+const reportHeader = "lookahead-report"
+
 // helloLease is how long a subscription may take to say hello.
 const helloLease = 5 * time.Second
 
@@ -47,7 +51,9 @@ const reportBatch = 256
 // report tells the sidecar, off the application's path, which pushed
 // objects the application read: a read answered in-process never reaches
 // the sidecar, whose prefetcher moves its window on the first use of a
-// prefetched object. One BatchGet per batch, tracked; answers are dropped.
+// prefetched object. One BatchGet per batch, tracked and marked a report,
+// which the sidecar answers without objects (one that predates the mark
+// answers them; they are dropped).
 func (n *nearCache) report(ctx context.Context) {
 	defer close(n.reported)
 	ids := make([]string, 0, reportBatch)
@@ -68,6 +74,7 @@ func (n *nearCache) report(ctx context.Context) {
 			break
 		}
 		_, rctx := n.tracked(ctx)
+		rctx = metadata.AppendToOutgoingContext(rctx, reportHeader, "used")
 		_, _ = n.rpc.BatchGet(rctx, &lookaheadv1.BatchGetRequest{Ids: ids})
 	}
 }

@@ -69,6 +69,8 @@ func TestSmoke(t *testing.T) {
 		"| chain | default |", "| four at once | **best static**: "} {
 		assert.Contains(t, rep.Markdown, h)
 	}
+	assert.Regexp(t, `Cells where the default was slower than off|The default was neither slower than off`, rep.Markdown,
+		"W5 and W7 list where the default loses")
 	if withRedis {
 		assert.Contains(t, rep.Markdown, "| peer: redis cache-aside | ")
 		assert.NotContains(t, rep.Markdown, "redis-server not installed")

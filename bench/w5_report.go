@@ -111,6 +111,7 @@ func (r *reporter) w5(res *w5Result) {
 		fmt.Fprintf(&b, "\n### Latency %d ms one way — measured round trip %s\n\n", l.LatencyMS, fmtMS(l.RTT))
 		b.WriteString(r.addTable(l.table()))
 	}
+	b.WriteString(gridLosses(res.Latencies))
 	b.WriteString(r.gridPlots("W5", res.Latencies))
 	r.addRaw("w5", res)
 	r.emit(b.String())
@@ -170,4 +171,39 @@ func w5Notes(c W5Config) string {
 	}
 	return fmt.Sprintf(`Rows (bench/w5.go, w5SidecarRows, the one place to change them): **off** is `+"`--prefetch-mode off`"+`; **default** the sidecar with no prefetch flag; **adaptive** `+"`--prefetch-mode adaptive`"+`; **best static** the fastest point, per pattern and latency, of a grid of `+"`--prefetch-mode static --prefetch-depth D --prefetch-max-objects M`"+` settings (%s; every point runs like the other rows and is listed below it); **peer: batched client** no sidecar, one origin BatchGet per level of a session, as a DataLoader batches one tick of an application, nothing kept between sessions. Every run starts a fresh sidecar (cold cache); %d repetitions, rows interleaved within each (the order rotates), the same sessions for every row of a repetition, other sessions in the next; figures are medians, ratios taken between medians of this run. Wall time covers all sessions of the pattern. Origin round trips and objects fetched come from the sidecar's lookahead_origin_round_trips_total and lookahead_origin_objects_fetched_total (all reasons: demand and prefetch); the peer counts its own. Objects used: distinct objects the application read. CPU: the sidecar's CPU time over the run, all threads (/proc/PID/task/*/schedstat). Peak RSS: the sidecar's VmHWM from /proc at the end of the run.
 `, strings.Join(grid, "; "), c.Reps)
+}
+
+// lossSlack is how much slower than the best static setting the default
+// may be before gridLosses lists the cell: issue #13's bar is never slower
+// than off, and not badly slower than a static depth.
+const lossSlack = 1.10
+
+// gridLosses lists the cells where the default row is slower than off, or
+// more than lossSlack times the best static, with the round trips of both
+// so that a reader can tell a loss from a swing of the machine.
+func gridLosses(lats []w5Latency) string {
+	var b strings.Builder
+	for _, l := range lats {
+		for pi, name := range l.Patterns {
+			cells := l.Cells[pi]
+			def, off, best := cellNamed(cells, "default"), cellNamed(cells, "off"), bestStatic(cells)
+			vsOff, vsBest := ratio(def, off), ratio(def, best)
+			if !(vsOff > 1) && !(vsBest > lossSlack) {
+				continue
+			}
+			rt := func(c *w5Cell) string {
+				if c == nil {
+					return "–"
+				}
+				return fmtCount(c.med(func(s w5Sample) float64 { return s.RoundTrips }))
+			}
+			fmt.Fprintf(&b, "- %s at %d ms: %s off, %s best static; origin round trips %s (default), %s (off), %s (best static)\n",
+				name, l.LatencyMS, fmtRatio(vsOff), fmtRatio(vsBest), rt(def), rt(off), rt(best))
+		}
+	}
+	if b.Len() == 0 {
+		return fmt.Sprintf("\nThe default was neither slower than off nor more than %s the best static in any cell.\n", fmtRatio(lossSlack))
+	}
+	return fmt.Sprintf("\nCells where the default was slower than off or more than %s the best static (wall-time medians; "+
+		"slower than off with the same or fewer round trips points at CPU or the machine's load rather than at what was fetched):\n\n", fmtRatio(lossSlack)) + b.String()
 }

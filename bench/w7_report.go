@@ -29,6 +29,7 @@ func (r *reporter) w7(res *w7Result) {
 		fmt.Fprintf(&b, "\n### Latency %d ms one way — measured round trip %s\n\n", l.LatencyMS, fmtMS(l.RTT))
 		b.WriteString(r.addTable(l.table()))
 	}
+	b.WriteString(gridLosses(res.Latencies))
 	b.WriteString(r.gridPlots("W7", res.Latencies))
 	r.addRaw("w7", res)
 	r.emit(b.String())

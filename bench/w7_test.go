@@ -3,6 +3,7 @@ package bench
 import (
 	"math/rand/v2"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -115,4 +116,28 @@ func TestGridRowsMarksAdaptiveRowsWhenUnsupported(t *testing.T) {
 	assert.Equal(t, w5Row{Name: "static depth 2, max 50", Static: true,
 		Args: []string{"--prefetch-mode", "static", "--prefetch-depth", "2", "--prefetch-max-objects", "50"}}, rows[2])
 	assert.Empty(t, gridRows(base, nil, true)[1].NA)
+}
+
+// gridCell is a cell of one sample.
+func gridCell(name string, static bool, wallMS int, roundTrips float64) *w5Cell {
+	return &w5Cell{Row: w5Row{Name: name, Static: static},
+		Samples: []w5Sample{{Wall: time.Duration(wallMS) * time.Millisecond, RoundTrips: roundTrips}}}
+}
+
+func TestGridLossesListsWhereTheDefaultLoses(t *testing.T) {
+	l := w5Latency{LatencyMS: 5, Patterns: []string{"writes", "chain", "star", "points"}, Cells: [][]*w5Cell{
+		{gridCell("off", false, 100, 37), gridCell("default", false, 104, 20), gridCell("static depth 1, max 20", true, 100, 21)},
+		{gridCell("off", false, 100, 50), gridCell("default", false, 90, 8), gridCell("static depth 8, max 100", true, 50, 20)},
+		{gridCell("off", false, 100, 41), gridCell("default", false, 105, 41), gridCell("static depth 1, max 20", true, 80, 42)},
+		{gridCell("off", false, 100, 50), gridCell("default", false, 95, 50), gridCell("static depth 1, max 20", true, 90, 93)},
+	}}
+	got := gridLosses([]w5Latency{l})
+	assert.Contains(t, got, "- writes at 5 ms: 1.04× off, 1.04× best static;", "slower than off is a loss however close the static")
+	assert.Contains(t, got, "- chain at 5 ms: 0.90× off, 1.80× best static; origin round trips 8 (default), 50 (off), 20 (best static)\n")
+	assert.Contains(t, got, "- star at 5 ms: 1.05× off, 1.31× best static; origin round trips 41 (default), 41 (off), 42 (best static)\n")
+	assert.NotContains(t, got, "- points at", "0.95× off and 1.06× the best static is no loss")
+
+	l.Cells = l.Cells[3:]
+	l.Patterns = l.Patterns[3:]
+	assert.Contains(t, gridLosses([]w5Latency{l}), "neither slower than off nor more than 1.10× the best static")
 }

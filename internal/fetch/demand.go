@@ -34,7 +34,7 @@ func (f *Fetcher) demand(ctx context.Context, ids []string) (map[string]Result, 
 		joins, own := f.flights.claimDemand(retry)
 		f.countJoins(joins)
 		if round == 0 {
-			f.tellCaughtUp(ctx, joins)
+			f.tellCaughtUp(ctx, retry, joins)
 		}
 		f.sendAll(ctx, own)
 		if err := collect(own, out); err != nil {
@@ -84,21 +84,34 @@ func (f *Fetcher) send(ctx context.Context, b *batch) {
 	f.run(ctx, b, false)
 }
 
-// tellCaughtUp tells OnCaughtUp's function of the ids a demand joined
-// speculative fetches for, if any.
-func (f *Fetcher) tellCaughtUp(ctx context.Context, joins map[*call][]string) {
+// tellCaughtUp tells OnCaughtUp's function of the ids of a demand for ids
+// that speculative fetches were bringing (joins) or that no fetch was
+// bringing, if any; not of those another demand was bringing.
+func (f *Fetcher) tellCaughtUp(ctx context.Context, ids []string, joins map[*call][]string) {
 	fn := f.caughtUp.Load()
 	if fn == nil {
 		return
 	}
-	var ids []string
+	var byDemand map[string]bool // ids another demand is bringing
 	for c, js := range joins {
 		if c.speculative {
-			ids = append(ids, js...)
+			continue
+		}
+		if byDemand == nil {
+			byDemand = make(map[string]bool, len(js))
+		}
+		for _, id := range js {
+			byDemand[id] = true
 		}
 	}
-	if len(ids) > 0 {
-		(*fn)(ctx, ids)
+	tell := make([]string, 0, len(ids))
+	for _, id := range ids {
+		if !byDemand[id] {
+			tell = append(tell, id)
+		}
+	}
+	if len(tell) > 0 {
+		(*fn)(ctx, tell)
 	}
 }
 

@@ -167,9 +167,11 @@ func New(cfg Config, o Origin, c *cache.Cache) (*Fetcher, error) {
 }
 
 // OnCaughtUp has fn told, before a demand waits, of the ids it found
-// speculative fetches bringing, with the demand's context: the application
-// has caught up with speculation, which must reach further ahead to stay
-// ahead of it. fn runs on the demand's path and must not block.
+// speculative fetches bringing or no fetch bringing at all, with the
+// demand's context: the application has caught up with speculation, or
+// overtaken it, which must reach further ahead to stay ahead of it. It is
+// not told of ids another demand is bringing. fn runs on the demand's path
+// and must not block.
 func (f *Fetcher) OnCaughtUp(fn func(ctx context.Context, ids []string)) { f.caughtUp.Store(&fn) }
 
 // CanExpand reports whether the origin has a server-side Expand to use.

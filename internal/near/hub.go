@@ -347,12 +347,18 @@ func (h *Hub) Take(s *Subscriber, max int) []Event {
 	}
 	out := make([]Event, n)
 	copy(out, s.queue)
+	var kinds [KindHeartbeat + 1]int // counted per kind, not per event: a label lookup each is dear
 	for _, e := range out {
-		h.m.events.WithLabelValues(s.label, e.Kind.String()).Inc()
+		kinds[e.Kind]++
 		if e.Kind == KindPush {
 			sz := e.Object.Size()
 			s.queued -= sz
 			h.queued -= sz
+		}
+	}
+	for k, c := range kinds {
+		if c > 0 {
+			h.m.events.WithLabelValues(s.label, Kind(k).String()).Add(float64(c))
 		}
 	}
 	h.m.queued.Set(float64(h.queued))

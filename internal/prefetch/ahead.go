@@ -7,8 +7,8 @@ import (
 )
 
 // CaughtUp is told (fetch.Fetcher.OnCaughtUp) of ids a demand of ctx found
-// speculative fetches bringing, before it waits for them: the application
-// has caught up with speculation. The job a read schedules expands the
+// speculative fetches bringing, or no fetch bringing, before it waits for
+// them: the application has caught up with speculation, or overtaken it. The job a read schedules expands the
 // planner's depth below what was read, and starts once the read is
 // answered; an application that reads faster than a round trip per that
 // many levels (a navigation with no think time, whose reads of prefetched
@@ -20,7 +20,9 @@ import (
 // beyond them (Knafla's distance: a round trip's worth of levels in flight
 // ahead of the last level fetched, not of the last level read). The roots
 // are asked for again (fetch.NewExpansionAhead), with what the fetch in
-// flight brings below them. The chooser plans its own distance ahead
+// flight brings below them; for a miss, beside the demand's own fetch of
+// them, so that what lies below comes in the same round trip rather than
+// in a job that starts once the miss is answered (a round trip later). The chooser plans its own distance ahead
 // (Chooser.Ahead); it is not told. The sidecar tells it of near-cache
 // subscribers' demands only (server.NearReaders).
 func (s *Scheduler) CaughtUp(ctx context.Context, ids []string) {

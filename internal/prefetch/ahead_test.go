@@ -23,10 +23,11 @@ func TestCaughtUpExpandsTwiceTheDepthAtOnce(t *testing.T) {
 	var once sync.Once
 	release := func() { once.Do(func() { close(fo.Release) }) }
 	t.Cleanup(release) // before the rig's: a failed test must not leave the origin held back
-	r.engine.f.OnCaughtUp(r.engine.s.CaughtUp)
 	_, _, err := r.engine.Get(context.Background(), []string{"task-0"}, Hint{})
 	require.NoError(t, err)
 	<-fo.Started // the speculative BatchGet of .1 and .2, held back
+	// Told from here on: the miss of task-0 would have expanded below it too.
+	r.engine.f.OnCaughtUp(r.engine.s.CaughtUp)
 
 	got := make(chan []Result, 1)
 	go func() {

@@ -8,17 +8,26 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/reflect/protoreflect"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
-	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 	"github.com/lookahead-dev/lookahead/internal/near"
 )
 
 // SubscriberHeader is the metadata key under which a near-cache client
 // sends the subscriber id of its Subscribe stream with its reads.
 const SubscriberHeader = "lookahead-subscriber"
+
+// ReportHeader marks a near-cache client's BatchGet that reports pushed
+// objects the application read in-process (docs/near-cache.md): the
+// sidecar reads them as it would any BatchGet, so that their use counts and
+// moves speculation, but answers no objects, which the client would only
+// decode and drop.
+const ReportHeader = "lookahead-report"
+
+// isReport reports whether ctx's call reports used pushes.
+func isReport(ctx context.Context) bool {
+	return len(metadata.ValueFromIncomingContext(ctx, ReportHeader)) > 0
+}
 
 // maxClientName bounds SubscribeRequest.client_name.
 const maxClientName = 128
@@ -47,10 +56,11 @@ func (s *Server) track(ctx context.Context, ids []string) {
 // reports, after them; so such an application outruns speculation that
 // moves with what it reads (prefetch.Scheduler.CaughtUp). One that reads
 // through the sidecar moves it with every read, a sidecar round trip
-// apart, and is left to it.
+// apart, and is left to it. Nor does it hear of reports: the application
+// already holds what they name, and waits for none of it.
 func NearReaders(fn func(ctx context.Context, ids []string)) func(context.Context, []string) {
 	return func(ctx context.Context, ids []string) {
-		if len(metadata.ValueFromIncomingContext(ctx, SubscriberHeader)) > 0 {
+		if len(metadata.ValueFromIncomingContext(ctx, SubscriberHeader)) > 0 && !isReport(ctx) {
 			fn(ctx, ids)
 		}
 	}
@@ -92,11 +102,11 @@ func (s *Server) Subscribe(req *lookaheadv1.SubscribeRequest, stream lookaheadv1
 			return status.Error(codes.ResourceExhausted, sub.Reason()+": flush the near cache and subscribe again")
 		case <-sub.Wake():
 			for evs := s.near.Take(sub, eventsPerMessage); len(evs) > 0; evs = s.near.Take(sub, eventsPerMessage) {
-				events, err := nearEvents(evs)
+				msg, err := nearMessage(evs)
 				if err != nil {
 					return err
 				}
-				if err := stream.Send(&lookaheadv1.SubscribeResponse{Events: events}); err != nil {
+				if err := stream.Send(msg); err != nil {
 					return err
 				}
 				sent = true
@@ -112,46 +122,4 @@ func (s *Server) Subscribe(req *lookaheadv1.SubscribeRequest, stream lookaheadv1
 			sent = false
 		}
 	}
-}
-
-// nearEvents converts hub events to messages. A pushed object goes out as
-// the bytes it came from the origin in (graph.Object.Wire) when it has
-// them, like a GetGraph result (graphwire.go): the push's object field is
-// written as an unknown field of the NearPush, which protobuf sends
-// verbatim, so that a prefetched object pushed to near caches is never
-// encoded again.
-func nearEvents(evs []near.Event) ([]*lookaheadv1.NearEvent, error) {
-	out := make([]*lookaheadv1.NearEvent, len(evs))
-	for i, e := range evs {
-		switch e.Kind {
-		case near.KindInvalidation:
-			out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Invalidation{Invalidation: &lookaheadv1.NearInvalidation{
-				Id: e.ID, Version: e.Version, Deleted: e.Deleted}}}
-		case near.KindPush:
-			push, err := nearPush(e)
-			if err != nil {
-				return nil, err
-			}
-			out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Push{Push: push}}
-		default:
-			out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Flush{Flush: &lookaheadv1.NearFlush{Reason: e.Reason}}}
-		}
-	}
-	return out, nil
-}
-
-var pushObject = graphpb.FieldNumber(&lookaheadv1.NearPush{}, "object")
-
-// nearPush is the push of e.Object, its object field encoded by hand.
-func nearPush(e near.Event) (*lookaheadv1.NearPush, error) {
-	obj, err := graphpb.Encoded(e.Object)
-	if err != nil {
-		return nil, status.Errorf(codes.Internal, "encoding pushed object %q: %v", e.Object.ID, err)
-	}
-	raw := make([]byte, 0, protowire.SizeTag(pushObject)+protowire.SizeBytes(len(obj)))
-	raw = protowire.AppendTag(raw, pushObject, protowire.BytesType)
-	raw = protowire.AppendBytes(raw, obj)
-	p := &lookaheadv1.NearPush{Reason: e.Reason}
-	p.ProtoReflect().SetUnknown(protoreflect.RawFields(raw))
-	return p, nil
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -140,13 +141,37 @@ func TestSubscriberThatFallsBehindIsToldSo(t *testing.T) {
 	}
 }
 
-// Only the demands of near-cache subscribers are passed on as catching up
-// with speculation.
+// Only the demands of near-cache subscribers, not their reports of used
+// pushes, are passed on as catching up with speculation.
 func TestNearReadersHearsOnlySubscribers(t *testing.T) {
 	var heard [][]string
 	fn := NearReaders(func(_ context.Context, ids []string) { heard = append(heard, ids) })
 	fn(context.Background(), []string{"a"})
 	fn(metadata.NewIncomingContext(context.Background(), metadata.Pairs("other", "x")), []string{"b"})
 	fn(metadata.NewIncomingContext(context.Background(), metadata.Pairs(SubscriberHeader, "1-x")), []string{"c"})
-	assert.Equal(t, [][]string{{"c"}}, heard)
+	fn(metadata.NewIncomingContext(context.Background(), metadata.Pairs(SubscriberHeader, "1-x", ReportHeader, "used")), []string{"d"})
+	assert.Equal(t, [][]string{{"c"}}, heard, "a subscriber's read, not its report of reads")
+}
+
+// A report of used pushes is read like any BatchGet, so that the use moves
+// speculation on, but answered without objects.
+func TestReportOfUsedPushesIsAnsweredWithoutObjects(t *testing.T) {
+	r := newRig(t, taskTree(t, 1, 1, 3), rigOptions{engine: prefetch.Config{Mode: prefetch.ModeStatic}, planner: prefetch.Static{Depth: 1}})
+	s := subscribe(t, r, 1<<20)
+	_, err := r.client.Get(context.Background(), &lookaheadv1.GetRequest{Id: "task-0"})
+	require.NoError(t, err)
+	require.Equal(t, "task-0.1", s.next().GetPush().GetObject().GetId())
+	_, held := r.cache.Peek("task-0.2")
+	require.False(t, held, "nothing read task-0.1 yet")
+
+	ctx := metadata.AppendToOutgoingContext(s.ctx(), ReportHeader, "used")
+	resp, err := r.client.BatchGet(ctx, &lookaheadv1.BatchGetRequest{Ids: []string{"task-0.1"}})
+	require.NoError(t, err)
+	assert.Empty(t, resp.GetResults(), "the client has the object")
+	assert.Empty(t, resp.GetMissingIds())
+	require.Eventually(t, func() bool {
+		o, held := r.cache.Peek("task-0.2")
+		return held && o != nil
+	}, 5*time.Second, time.Millisecond, "the reported use moved speculation below it")
+	assert.Equal(t, "task-0.2", s.next().GetPush().GetObject().GetId())
 }

@@ -38,9 +38,9 @@ func TestPushedObjectsAreTheOriginsBytes(t *testing.T) {
 		want []byte
 	}{"origin's bytes": {decoded, wire}, "built here": {built, encoded}} {
 		o := tc.o
-		evs, err := nearEvents([]near.Event{{Kind: near.KindPush, Object: o, Reason: "expand"}})
+		m, err := nearMessage([]near.Event{{Kind: near.KindPush, Object: o, Reason: "expand"}})
 		require.NoError(t, err, name)
-		b, err := proto.Marshal(&lookaheadv1.SubscribeResponse{Events: evs})
+		b, err := proto.Marshal(m)
 		require.NoError(t, err, name)
 		assert.True(t, bytes.Contains(b, tc.want), "%s: the object's encoding is in the message", name)
 		var got lookaheadv1.SubscribeResponse
@@ -55,9 +55,36 @@ func TestPushedObjectsAreTheOriginsBytes(t *testing.T) {
 	}
 }
 
+// TestNearMessageKeepsTheEventsInOrder: a message of every kind of queued
+// event reads back as those events, in queue order, each with its fields.
+func TestNearMessageKeepsTheEventsInOrder(t *testing.T) {
+	o := &graph.Object{ID: "user-1", Version: 3, Type: "user", Payload: []byte("ada")}
+	m, err := nearMessage([]near.Event{
+		{Kind: near.KindInvalidation, ID: "user-2", Version: 7, Deleted: true},
+		{Kind: near.KindPush, Object: o, Reason: "prefetch"},
+		{Kind: near.KindInvalidation, ID: "user-1", Version: 4},
+		{Kind: near.KindFlush, Reason: "sidecar cache cleared"},
+		{Kind: near.KindPush, Object: o},
+	})
+	require.NoError(t, err)
+	b, err := proto.Marshal(m)
+	require.NoError(t, err)
+	var got lookaheadv1.SubscribeResponse
+	require.NoError(t, proto.Unmarshal(b, &got))
+	want := &lookaheadv1.SubscribeResponse{Events: []*lookaheadv1.NearEvent{
+		{Event: &lookaheadv1.NearEvent_Invalidation{Invalidation: &lookaheadv1.NearInvalidation{Id: "user-2", Version: 7, Deleted: true}}},
+		{Event: &lookaheadv1.NearEvent_Push{Push: &lookaheadv1.NearPush{Object: graphpb.ToProto(o), Reason: "prefetch"}}},
+		{Event: &lookaheadv1.NearEvent_Invalidation{Invalidation: &lookaheadv1.NearInvalidation{Id: "user-1", Version: 4}}},
+		{Event: &lookaheadv1.NearEvent_Flush{Flush: &lookaheadv1.NearFlush{Reason: "sidecar cache cleared"}}},
+		{Event: &lookaheadv1.NearEvent_Push{Push: &lookaheadv1.NearPush{Object: graphpb.ToProto(o)}}},
+	}}
+	assert.True(t, proto.Equal(want, &got), "got %v", &got)
+}
+
 // BenchmarkPushEncoding: a message of pushes of objects that came from the
-// origin, sent on as their bytes (what Subscribe does) against converted to
-// protobuf messages and encoded again (what it did before).
+// origin, encoded into one buffer with each object's bytes sent on (what
+// Subscribe does) against converted to protobuf messages and encoded again
+// (what it did first).
 func BenchmarkPushEncoding(b *testing.B) {
 	evs := make([]near.Event, eventsPerMessage)
 	for i := range evs {
@@ -70,32 +97,32 @@ func BenchmarkPushEncoding(b *testing.B) {
 		}
 		evs[i].Kind, evs[i].Reason = near.KindPush, "expand"
 	}
-	send := func(b *testing.B, events func() []*lookaheadv1.NearEvent) {
+	send := func(b *testing.B, message func() *lookaheadv1.SubscribeResponse) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := proto.Marshal(&lookaheadv1.SubscribeResponse{Events: events()}); err != nil {
+			if _, err := proto.Marshal(message()); err != nil {
 				b.Fatal(err)
 			}
 		}
 		b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(b.N*len(evs)), "ns/object")
 	}
 	b.Run("wire", func(b *testing.B) {
-		send(b, func() []*lookaheadv1.NearEvent {
-			out, err := nearEvents(evs)
+		send(b, func() *lookaheadv1.SubscribeResponse {
+			m, err := nearMessage(evs)
 			if err != nil {
 				b.Fatal(err)
 			}
-			return out
+			return m
 		})
 	})
 	b.Run("proto", func(b *testing.B) {
-		send(b, func() []*lookaheadv1.NearEvent {
+		send(b, func() *lookaheadv1.SubscribeResponse {
 			out := make([]*lookaheadv1.NearEvent, len(evs))
 			for i, e := range evs {
 				out[i] = &lookaheadv1.NearEvent{Event: &lookaheadv1.NearEvent_Push{Push: &lookaheadv1.NearPush{
 					Object: graphpb.ToProto(e.Object), Reason: e.Reason}}}
 			}
-			return out
+			return &lookaheadv1.SubscribeResponse{Events: out}
 		})
 	})
 }

@@ -24,6 +24,7 @@ SUBSCRIBER_HEADER = "lookahead-subscriber"
 _ENTRY_OVERHEAD = 160  # bytes counted per entry beyond its object's encoded size
 _HELLO_LEASE = 5.0  # seconds a subscription may take to say hello
 _REPORT_BATCH = 256  # ids per report of used pushes
+REPORT_HEADER = "lookahead-report"  # marks a report: the sidecar answers it without objects
 
 
 @dataclass
@@ -300,7 +301,8 @@ class NearCache:
 
     def _report(self) -> None:
         """Tells the sidecar, off the application's path, which pushed objects
-        were read: its prefetcher moves its window on their first use."""
+        were read: its prefetcher moves its window on their first use. The
+        report is marked, so the sidecar answers it without objects."""
         while not self._stop.is_set():
             try:
                 ids = [self._used.get(timeout=0.1)]
@@ -312,7 +314,8 @@ class NearCache:
                 except queue.Empty:
                     break
             try:
-                self._stub.BatchGet(sidecar_pb2.BatchGetRequest(ids=ids), timeout=5, metadata=self.ticket().metadata())
+                md = self.ticket().metadata() + ((REPORT_HEADER, "used"),)
+                self._stub.BatchGet(sidecar_pb2.BatchGetRequest(ids=ids), timeout=5, metadata=md)
             except grpc.RpcError:
                 pass
 
