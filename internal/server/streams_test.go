@@ -55,11 +55,17 @@ func TestStreamMemoryIsBounded(t *testing.T) {
 	stop := watchPeak(r.svc, &peak)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The origin holds its first answers back until every stream is
+	// admitted: a stream the server took up after others had spent the
+	// budget would be refused, as the one beyond it is below.
+	o.Misbehave(origintest.Misbehaviour{Delay: 2 * time.Second})
 	open := make([]lookaheadv1.SidecarService_GetGraphClient, streams)
 	for i := range open {
 		open[i], err = slow.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{fmt.Sprintf("r%d", i)}})
 		require.NoError(t, err)
 	}
+	require.Eventually(t, func() bool { return len(r.svc.walks) == streams }, 10*time.Second, time.Millisecond, "every stream admitted")
+	o.Misbehave(origintest.Misbehaviour{})
 	var refused error
 	assert.Eventually(t, func() bool {
 		// Admitted before the budget is spent, a walk waits for room
