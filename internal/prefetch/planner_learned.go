@@ -291,18 +291,12 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 	if len(o.Refs) == 0 {
 		return // a leaf: nothing to offer (most reads of a tree)
 	}
-	lists := l.listsOf(o)
-	left := 0 // refs to offer: each list's first offersPerList
-	for _, f := range lists {
-		left += min(f.n, offersPerList)
-	}
+	lists, left := l.listsOf(o)
 	list := &openList{id: o.ID, typ: o.Type, depth: depth, seq: l.request,
 		children: make([]string, 0, min(len(o.Refs), offersPerList))}
 	f := &lists[0]
-	for _, r := range o.Refs {
-		if left == 0 {
-			break // a hub's refs past its lists' first: never offered
-		}
+	for j := 0; left > 0; j++ { // a hub's refs past its lists' first are never offered
+		r := o.Refs[j]
 		if f.field != r.Field {
 			f = &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
 		}
