@@ -132,7 +132,7 @@ func TestLearnedFollowedNeedsTheEvidenceChancesNeed(t *testing.T) {
 	o := &graph.Object{ID: "n", Type: "Node", Refs: []graph.Ref{{Field: "side", ID: "s"}}}
 	require.Zero(t, l.Chances(o, 0, nil)[0])
 	assert.Empty(t, l.Followed(1.0/8))
-	s.offered[0], s.followed[0], s.allOffered, s.allFollowed = 4, 1, 4, 1 // on 4 offers: evidence
+	s.offered[0], s.followed[0], s.allOffered, s.allFollowed, s.lists = 5, 2, 5, 2, 2 // 5 offers, 2 lists: evidence
 	require.GreaterOrEqual(t, l.Chances(o, 0, nil)[0], 1.0/8)
 	assert.Equal(t, []string{"side"}, l.Followed(1.0/8))
 }
@@ -287,7 +287,8 @@ func TestChanceJobExpandsThroughBranchesAhead(t *testing.T) {
 }
 
 // A chance below Threshold counts only once its position was offered
-// minEvidence times: before, it is the prior's guess, and within the levels
+// minEvidence times, and lists of its field were followed minLists times:
+// before, it is the prior's guess, or a coincidence, and within the levels
 // ahead a guess would be fetched.
 func TestLearnedUnlikelyChanceNeedsEvidence(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
@@ -306,9 +307,16 @@ func TestLearnedUnlikelyChanceNeedsEvidence(t *testing.T) {
 	assert.GreaterOrEqual(t, c[0], 0.5, "left is likely")
 	assert.Zero(t, c[1], "right: two offers, a guess")
 	read(3, 10)
+	right := func(i int) {
+		l.Read([]*graph.Object{branch(i)}, false, 0)
+		l.Read([]*graph.Object{{ID: fmt.Sprint("r", i), Type: "Leaf"}}, false, 0)
+	}
+	right(10)
+	assert.Zero(t, l.Chances(branch(100), 0, nil)[1], "right: enough offers, followed in one list: a coincidence")
+	right(11)
 	c = l.Chances(branch(100), 0, nil)
-	assert.Greater(t, c[1], 0.0, "right: enough offers to be believed")
-	assert.Less(t, c[1], 1.0/8, "and unlikely")
+	assert.Greater(t, c[1], 0.0, "right: followed in two lists, enough offers to be believed")
+	assert.Less(t, c[1], 0.5, "and unlikely")
 }
 
 // A list of a followed field read only in part (a hub's) is not fetched by

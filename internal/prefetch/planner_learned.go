@@ -183,6 +183,7 @@ type fieldStats struct {
 	// ends and stops count the lists read to their end and those left with
 	// refs unread (see readsToEndLocked).
 	ends, stops float64
+	lists       float64 // lists followed at least once (see estimate)
 }
 
 type offer struct {
@@ -377,6 +378,9 @@ func (l *Learned) decideLocked(of offer, followed bool) (longer bool) {
 	if of.last && !run.ended {
 		run.ended = true
 		s.ends++
+	}
+	if run.followed == 1 {
+		s.lists++
 	}
 	l.pace.followed(run.followed == 1)
 	if run.followed > s.maxRun {

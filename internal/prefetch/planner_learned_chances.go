@@ -159,16 +159,25 @@ func (c *listChances) next(skipped bool) float64 {
 // estimate is the chance of a ref in position bucket b of a list of s's
 // field, prior being the field's: the position's evidence, borrowing
 // strength from the field's; 0 when it is below likely and rests on fewer
-// than minEvidence offers (a guess). Chances and Followed both use it, so
-// that the fields an Expand ahead follows are those whose refs a level's
-// chances take.
+// than minEvidence offers (a guess), or on follows of fewer than
+// minLists lists (a coincidence: a reader of random objects reads, now and
+// then, one that the object read before it points to, and one such follow
+// among a few dozen offers, weighed against the prior, reached 1/8).
+// Chances and Followed both use it, so that the fields an Expand ahead
+// follows are those whose refs a level's chances take.
 func estimate(s *fieldStats, prior float64, b int, likely float64) float64 {
 	p := (s.followed[b] + priorWeight*prior) / (s.offered[b] + priorWeight)
-	if p < likely && s.offered[b] < minEvidence {
-		return 0 // a guess: see minEvidence
+	if p < likely && (s.offered[b] < minEvidence || s.lists < minLists) {
+		return 0 // a guess: see minEvidence and minLists
 	}
 	return p
 }
+
+// minLists is how many lists of a field must have been followed for a
+// chance below Threshold to count: one list read from once may be chance,
+// two are a pattern. A chance of Threshold or more (the next friends of a
+// list being read) needs no more than the follow it rests on.
+const minLists = 2
 
 // minEvidence is how many offers of a list position a chance below
 // Threshold must rest on. Below it the chance is mostly the field's, or the
