@@ -50,6 +50,10 @@ type Misbehaviour struct {
 	// Hang: BatchGet and Expand never answer; they end when the caller
 	// gives up (or the server stops).
 	Hang bool
+	// Gate, when set, is waited for (until it is closed, or the caller
+	// gives up) before each BatchGet reply and each Expand message: a
+	// test holds the origin's answers back until it has set the scene.
+	Gate <-chan struct{}
 	// IgnoreBudget: Expand walks past the request's depth and max_objects
 	// until it runs out of objects or the caller goes away. With Generate
 	// it never runs out.
@@ -231,13 +235,21 @@ func (m Misbehaviour) without(ids []string) []string {
 	return ask
 }
 
-// wait sleeps d, or until ctx ends when hang; it returns ctx's status if it
-// ended.
-func wait(ctx context.Context, d time.Duration, hang bool) error {
-	if hang {
+// wait sleeps bad's Delay, waits for its Gate, or until ctx ends when it
+// says Hang; it returns ctx's status if it ended.
+func wait(ctx context.Context, bad Misbehaviour) error {
+	if bad.Hang {
 		<-ctx.Done()
 		return status.FromContextError(ctx.Err()).Err()
 	}
+	if bad.Gate != nil {
+		select {
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		case <-bad.Gate:
+		}
+	}
+	d := bad.Delay
 	if d <= 0 {
 		return nil
 	}
@@ -257,7 +269,7 @@ func (o *Origin) BatchGet(ctx context.Context, req *lookaheadv1.OriginServiceBat
 	if err := shed(ctx, bad); err != nil {
 		return nil, err
 	}
-	if err := wait(ctx, bad.Delay, bad.Hang); err != nil {
+	if err := wait(ctx, bad); err != nil {
 		return nil, err
 	}
 	if bad.BatchGetErr != nil {
@@ -290,7 +302,7 @@ func (o *Origin) Expand(req *lookaheadv1.ExpandRequest, stream grpc.ServerStream
 	t := graph.NewTraversal(req.GetRoots(), b)
 	for n := uint32(0); !t.Done(); n++ {
 		bad = o.current()
-		if err := wait(ctx, bad.Delay, bad.Hang); err != nil {
+		if err := wait(ctx, bad); err != nil {
 			return err
 		}
 		found, missing := o.lookup(bad.without(t.Pending()), bad.Generate)

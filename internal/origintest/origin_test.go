@@ -122,6 +122,24 @@ func TestOriginBatchGet(t *testing.T) {
 	assert.Equal(t, 4, o.Calls("BatchGet"))
 }
 
+// TestOriginGate: a gated reply waits for the gate to open, or for its
+// caller to give up.
+func TestOriginGate(t *testing.T) {
+	o := origintest.New(&graph.Object{ID: "a", Version: 1})
+	c := start(t, o)
+	gate := make(chan struct{})
+	o.Misbehave(origintest.Misbehaviour{Gate: gate})
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	_, err := c.BatchGet(ctx, &lookaheadv1.OriginServiceBatchGetRequest{Ids: []string{"a"}})
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "a closed gate holds the reply")
+
+	close(gate)
+	resp, err := c.BatchGet(context.Background(), &lookaheadv1.OriginServiceBatchGetRequest{Ids: []string{"a"}})
+	require.NoError(t, err, "an open gate lets it through")
+	assert.Len(t, resp.GetObjects(), 1)
+}
+
 func TestOriginWide(t *testing.T) {
 	o := origintest.New(origintest.Wide("w", 1000))
 	resp, err := start(t, o).BatchGet(context.Background(), &lookaheadv1.OriginServiceBatchGetRequest{Ids: []string{"w"}})

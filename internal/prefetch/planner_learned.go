@@ -293,16 +293,21 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 	if len(o.Refs) == 0 {
 		return // a leaf: nothing to offer (most reads of a tree)
 	}
-	lists := l.listsOf(o)
+	lists, left := l.listsOf(o)
 	list := &openList{id: o.ID, typ: o.Type, depth: depth, seq: l.request,
 		children: make([]string, 0, min(len(o.Refs), offersPerList))}
-	for _, r := range o.Refs {
-		f := &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
+	f := &lists[0]
+	for j := 0; left > 0; j++ { // a hub's refs past its lists' first are never offered
+		r := o.Refs[j]
+		if f.field != r.Field {
+			f = &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
+		}
 		i := f.pos
 		f.pos++
 		if i >= offersPerList {
 			continue
 		}
+		left--
 		offers := l.pending[r.ID]
 		if len(offers) >= maxOffers || slices.ContainsFunc(offers, func(of offer) bool { return of.parent == o.ID }) {
 			continue // o read again, or enough lists offer the child

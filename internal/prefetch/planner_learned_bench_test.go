@@ -9,6 +9,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/fetch/fetchtest"
+	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
 // BenchmarkLearnedWalkAhead is BenchmarkHit's walk with a demand round trip
@@ -45,4 +46,48 @@ func BenchmarkLearnedWalkAhead(b *testing.B) {
 			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
 		})
 	}
+}
+
+// BenchmarkLearnedHub is the learned planner's own cost on a hub of 10,000
+// refs read as a star is (W7): the hub, then its first two refs. Chances is
+// one call on the hub while its list is being read, as the scheduler makes
+// at least twice per read of it (offers, candidates); Read is one visit,
+// the hub and its two leaves. What can be offered or fetched of the hub is
+// its first offersPerList refs and a few positions past the longest run
+// read, so its size should cost little.
+func BenchmarkLearnedHub(b *testing.B) {
+	h := hub("h", 10000)
+	leaves := []*graph.Object{node(h.Refs[0].ID), node(h.Refs[1].ID)}
+	visit := func(l *Learned) {
+		l.Read([]*graph.Object{h}, true, 0)
+		for _, o := range leaves {
+			l.Read([]*graph.Object{o}, true, 0)
+		}
+	}
+	learned := func() *Learned {
+		l := NewLearned(LearnedConfig{})
+		for range 20 {
+			visit(l)
+		}
+		return l
+	}
+	b.Run("op=Chances", func(b *testing.B) {
+		l := learned()
+		l.Read([]*graph.Object{h}, true, 0)
+		l.Read(leaves[:1], true, 0)
+		var buf []float64
+		for b.Loop() {
+			buf = l.Chances(h, 0, buf)
+		}
+		if buf[1] == 0 {
+			b.Fatal("the hub's second ref has no chance: the planner did not learn the star")
+		}
+	})
+	b.Run("op=Read", func(b *testing.B) {
+		l := learned()
+		b.ReportAllocs()
+		for b.Loop() {
+			visit(l)
+		}
+	})
 }

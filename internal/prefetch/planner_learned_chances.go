@@ -17,14 +17,22 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	defer l.mu.RUnlock()
 	var fields [4]listChances // one per field: objects have few
 	lists := fields[:0]
+	out = slices.Grow(out, len(o.Refs))
+	i := -1 // the list of the ref before: a field's refs usually come together
 	for _, r := range o.Refs {
-		i := slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field })
+		if i < 0 || lists[i].field != r.Field {
+			i = slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field })
+		}
 		if i < 0 {
 			i = len(lists)
 			lists = append(lists, l.listLocked(edgeKey{min(depth, maxContextDepth), o.Type, r.Field}))
 			l.readingLocked(&lists[i], o.ID)
 		}
 		c := &lists[i]
+		if c.done() {
+			out = append(out, 0) // a hub's refs past what is read of it: no estimate to make
+			continue
+		}
 		out = append(out, c.next(c.counts() && l.skippedLocked(o.ID, r.ID)))
 	}
 	return out
@@ -136,6 +144,14 @@ func (c *listChances) limit() int { return max(c.run+c.run/2, minAhead) }
 // whether it was read is worth looking up.
 func (c *listChances) counts() bool {
 	return c.s != nil && (c.rank <= c.limit() || c.own > 0 && c.whole)
+}
+
+// done reports whether every ref left of the list has chance 0: nothing
+// is known of its field, or the next ref is past the limit of a list not
+// being read to its end (beyond), so that a hub's thousands of refs past
+// what applications read cost no estimate each.
+func (c *listChances) done() bool {
+	return c.s == nil || c.rank > c.limit() && (c.own == 0 || !c.whole)
 }
 
 // next is the chance of the next ref, skipped by the walk or not. A

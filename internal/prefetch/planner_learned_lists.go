@@ -37,22 +37,29 @@ type refList struct {
 }
 
 // listsOf returns o's lists, one per field (an object has few), in
-// l.refLists: valid until the next call.
-func (l *Learned) listsOf(o *graph.Object) []refList {
-	lists := l.refLists[:0]
+// l.refLists: valid until the next call; and how many refs of them are
+// offered, each list's first offersPerList.
+func (l *Learned) listsOf(o *graph.Object) (lists []refList, offered int) {
+	lists = l.refLists[:0]
+	i := -1 // the list of the ref before: a field's refs usually come together
 	for _, r := range o.Refs {
-		i := slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
+		if i < 0 || lists[i].field != r.Field {
+			i = slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
+		}
 		if i < 0 {
 			i = len(lists)
 			lists = append(lists, refList{field: r.Field})
 		}
 		f := &lists[i]
-		if f.n++; f.n <= offersPerList && !f.back {
-			_, f.back = l.depth[r.ID]
+		if f.n++; f.n <= offersPerList {
+			offered++
+			if !f.back {
+				_, f.back = l.depth[r.ID]
+			}
 		}
 	}
 	l.refLists = lists
-	return lists
+	return lists, offered
 }
 
 // maxSkipped is how many refs of a list, since its last follow, a read may

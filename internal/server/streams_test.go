@@ -55,11 +55,18 @@ func TestStreamMemoryIsBounded(t *testing.T) {
 	stop := watchPeak(r.svc, &peak)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// The origin answers no walk until all of them are admitted: else the
+	// first walks could spend the budget before the last were let in.
+	gate := make(chan struct{})
+	o.Misbehave(origintest.Misbehaviour{Gate: gate})
 	open := make([]lookaheadv1.SidecarService_GetGraphClient, streams)
 	for i := range open {
 		open[i], err = slow.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{fmt.Sprintf("r%d", i)}})
 		require.NoError(t, err)
 	}
+	require.Eventually(t, func() bool { return len(r.svc.walks) == streams }, 10*time.Second, time.Millisecond, "every walk admitted")
+	o.Misbehave(origintest.Misbehaviour{})
+	close(gate)
 	var refused error
 	assert.Eventually(t, func() bool {
 		// Admitted before the budget is spent, a walk waits for room
