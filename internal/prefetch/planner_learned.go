@@ -120,9 +120,11 @@ func (c *LearnedConfig) setDefaults() {
 //
 // What a read returns to be expanded again (Read's parents): the list a
 // follow came from only when the follow can have changed what that list's
-// job fetches (movedLocked), and, when a list was read to its end with
-// nothing known of its field one level down, the objects it led to whose
-// lists now borrow its evidence (belowLocked).
+// job fetches (movedLocked); when a list was read to its end with nothing
+// known of its field one level down, the objects it led to whose lists now
+// borrow its evidence (belowLocked); and on a field's first follow at a
+// depth, the objects read shallower whose lists of it have refs unread,
+// whose jobs found nothing likely at that depth (aboveLocked).
 type Learned struct {
 	cfg LearnedConfig
 

@@ -191,6 +191,9 @@ func (l *Learned) followLocked(of offer, out []string) []string {
 	if longer {
 		out = l.peersLocked(of, out)
 	}
+	if s := l.stats[of.key]; s != nil && s.allFollowed == 1 {
+		out = l.aboveLocked(of, out)
+	}
 	if of.last {
 		out = l.belowLocked(of, out)
 	}
@@ -291,6 +294,23 @@ const maxPeers = 64
 func (l *Learned) peersLocked(of offer, out []string) []string {
 	for _, o := range l.open.unstarted(of.key.depth, maxPeers) {
 		out = append(out, o.id)
+	}
+	return out
+}
+
+// aboveLocked appends to out, on the first follow ever of of's field at
+// its depth, the objects read shallower whose lists of that field were
+// started and still have refs unread: their jobs walked down to this depth
+// when its chance was 0 and fetched nothing there, and a reader going depth
+// first comes back to them (a tree's second branch, after the first was
+// read to its leaves). peersLocked names the lists not started.
+func (l *Learned) aboveLocked(of offer, out []string) []string {
+	n := 0
+	for _, o := range l.open.shallower(of.key.depth) {
+		if n < maxPeers && slices.Contains(o.started, of.key.field) && l.unreadLocked(o, of.key.field, 0, len(o.children), 0) > 0 {
+			out = append(out, o.id)
+			n++
+		}
 	}
 	return out
 }

@@ -106,6 +106,17 @@ func (s *openLists) move(o *openList, depth int) {
 	s.byDepth[to] = slices.Insert(q, j, o)
 }
 
+// shallower returns the lists read less than depth levels below a direct
+// request, the latest first.
+func (s *openLists) shallower(depth int) []*openList {
+	var out []*openList
+	for b := 0; b < openDepth(depth); b++ {
+		out = append(out, s.byDepth[b]...)
+	}
+	slices.SortStableFunc(out, func(a, b *openList) int { return cmp.Compare(b.seq, a.seq) })
+	return out
+}
+
 // unstarted returns up to n lists none of whose fields were followed, of
 // objects read at most depth levels below a direct request, the latest
 // first.

@@ -115,3 +115,22 @@ func TestLearnedListReadToItsEndNamesTheListsBelow(t *testing.T) {
 	l.Read([]*graph.Object{user("g0", 3, "h")}, false, 0)
 	assert.NotContains(t, l.Read([]*graph.Object{user("g1", 3, "i")}, false, 0), "g0")
 }
+
+// A tree read depth first: its root's list was started while nothing was
+// known one level down, so the root's job fetched nothing below its other
+// children; the first follow at that depth names the root again, whose
+// list has refs unread, for its job to fetch below them (aboveLocked).
+func TestLearnedFirstFollowAtADepthNamesTheListsAbove(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	task := func(id string, n int) *graph.Object {
+		o := &graph.Object{ID: id, Type: "Task"}
+		for i := range n {
+			o.Refs = append(o.Refs, graph.Ref{Field: "subtasks", ID: fmt.Sprint(id, ".", i)})
+		}
+		return o
+	}
+	l.Read([]*graph.Object{task("t", 3)}, false, 0)
+	l.Read([]*graph.Object{task("t.0", 3)}, false, 0)
+	assert.Contains(t, l.Read([]*graph.Object{task("t.0.0", 0)}, false, 0), "t", "the first follow one level down")
+	assert.NotContains(t, l.Read([]*graph.Object{task("t.0.1", 0)}, false, 0), "t", "not the second")
+}
