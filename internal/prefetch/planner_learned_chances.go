@@ -17,23 +17,22 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	defer l.mu.RUnlock()
 	var fields [4]listChances // one per field: objects have few
 	lists := fields[:0]
-	out = slices.Grow(out, len(o.Refs))
-	i := -1 // the list of the ref before: a field's refs usually come together
-	for _, r := range o.Refs {
-		if i < 0 || lists[i].field != r.Field {
-			i = slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field })
+	out = slices.Grow(out, len(o.Refs))[:len(o.Refs)]
+	clear(out) // a hub's refs past what is read of it are left at 0
+	i := -1    // the list of the ref before: a field's refs usually come together
+	for k := range o.Refs {
+		r := &o.Refs[k]
+		if i >= 0 && lists[i].field == r.Field && lists[i].done() {
+			continue
 		}
-		if i < 0 {
+		if i = slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field }); i < 0 {
 			i = len(lists)
 			lists = append(lists, l.listLocked(edgeKey{min(depth, maxContextDepth), o.Type, r.Field}))
 			l.readingLocked(&lists[i], o.ID)
 		}
-		c := &lists[i]
-		if c.done() {
-			out = append(out, 0) // a hub's refs past what is read of it: no estimate to make
-			continue
+		if c := &lists[i]; !c.done() {
+			out[k] = c.next(c.counts() && l.skippedLocked(o.ID, r.ID))
 		}
-		out = append(out, c.next(c.counts() && l.skippedLocked(o.ID, r.ID)))
 	}
 	return out
 }
