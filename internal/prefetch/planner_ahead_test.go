@@ -109,6 +109,31 @@ func TestLearnedAheadThreshold(t *testing.T) {
 	}
 }
 
+// A fetch costs its bytes too: once the application reads objects of 128
+// KiB, each costs about 1.3ms at CostPerKiB's 10µs, so a round trip of 2ms
+// needs a chance of 2/3 capped at Threshold, where small objects need only
+// MinChance; 5ms needs about 1/4, more than a branch taken one time in six.
+func TestLearnedAheadThresholdGrowsWithTheObjectsRead(t *testing.T) {
+	l := NewLearned(LearnedConfig{Cost: 15 * time.Microsecond})
+	read := func(payload int) {
+		for i := range 64 {
+			l.Read([]*graph.Object{{ID: fmt.Sprint("o", i), Type: "Blob", Payload: make([]byte, payload)}}, false, 2*time.Millisecond)
+		}
+	}
+	read(100)
+	_, small := l.Ahead(2 * time.Millisecond)
+	assert.InDelta(t, 1.0/8, small, 1e-9, "small objects: MinChance")
+	read(128 << 10)
+	_, large := l.Ahead(2 * time.Millisecond)
+	assert.InDelta(t, 0.5, large, 1e-9, "large objects at 2ms: Threshold")
+	_, slow := l.Ahead(5 * time.Millisecond)
+	assert.Greater(t, slow, 1.0/6, "large objects at 5ms: a one-in-six branch is not worth its bytes")
+	assert.Less(t, slow, 0.5)
+	read(100)
+	_, back := l.Ahead(2 * time.Millisecond)
+	assert.InDelta(t, 1.0/8, back, 0.01, "the mean follows the application back to small objects")
+}
+
 // Followed names the fields the application is seen to follow, and not
 // those it is seen to pass by.
 func TestLearnedFollowed(t *testing.T) {

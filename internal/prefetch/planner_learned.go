@@ -9,67 +9,6 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
-// LearnedConfig tunes the learned planner. Zero values take the defaults.
-type LearnedConfig struct {
-	// Threshold is the least probability that the application reads an
-	// object for it to be fetched speculatively beyond the levels it reads
-	// in one round trip (see Ahead; within them the least is lower): there
-	// the application will come nearer before the object is due, and the
-	// chances will be known better then. At 1/2, speculation fetches, if its
-	// estimates are right, at most about two objects for each one read.
-	// Default 0.5: on W5 at quick size the hot spot fetched 8 to 14 objects
-	// per object read at 0.3 everywhere, 6 to 7 at 0.5.
-	Threshold float64
-	MaxDepth  int // levels below a read object, however likely; default 8
-	// MaxObjects caps the objects one expansion fetches; default 1000.
-	MaxObjects int
-	// Horizon is how many application requests an offered ref is remembered
-	// for: one not read within it counts as not followed; default 512.
-	Horizon int
-	// Prior is the probability a field's first evidence is weighed
-	// against; a ref of a field nothing is known about yet has chance 0,
-	// so that speculation starts only once the application has shown what
-	// it follows; default 0.25.
-	Prior float64
-	// Cost is what one object fetched speculatively costs, read or not:
-	// origin work, sidecar CPU and bytes, as time. Within the distance the
-	// application reads in one round trip (Ahead), a fetch pays when its
-	// chance times the round trip it saves exceeds Cost. Default 15µs: the
-	// sidecar's 9.3µs and the origin's 4.3µs of CPU per cold object
-	// measured in BENCHMARKS.md when it was set, and bytes (the sidecar's
-	// is about 4µs since; at round trips above Cost ÷ MinChance, 0.12ms,
-	// MinChance decides anyway).
-	Cost time.Duration
-	// MinChance is the least chance ever fetched, however cheap a fetch is
-	// against the round trip: the bound on what wrong estimates can waste,
-	// at most 1/MinChance objects per object read; default 1/8.
-	MinChance float64
-}
-
-func (c *LearnedConfig) setDefaults() {
-	if c.Threshold == 0 {
-		c.Threshold = 0.5
-	}
-	if c.MaxDepth == 0 {
-		c.MaxDepth = 8
-	}
-	if c.MaxObjects == 0 {
-		c.MaxObjects = 1000
-	}
-	if c.Horizon == 0 {
-		c.Horizon = 512
-	}
-	if c.Prior == 0 {
-		c.Prior = 0.25
-	}
-	if c.Cost == 0 {
-		c.Cost = 15 * time.Microsecond
-	}
-	if c.MinChance == 0 {
-		c.MinChance = 1.0 / 8
-	}
-}
-
 // Learned is the planner that needs no settings. It learns, per object type,
 // ref field and position in the field's list, the probability that an
 // application that read an object goes on to read the object a ref points
@@ -80,7 +19,8 @@ func (c *LearnedConfig) setDefaults() {
 //
 // The model: fetching a ref speculatively costs the same whether or not it
 // is read (origin work, bytes, CPU on the cores the sidecar shares with the
-// application, cache room: Cost), and saves the application a round trip
+// application, cache room: Cost, and CostPerKiB for each KiB of the objects
+// the application reads, on average), and saves the application a round trip
 // only if it is read. With p the probability that it is, a prefetch pays
 // when p × round trip > Cost. When it pays depends on when the object is
 // due. The application makes rtt ÷ its time per read reads in one round
@@ -255,6 +195,7 @@ func (l *Learned) Read(objs []*graph.Object, waited bool, rtt time.Duration) (pa
 	defer l.mu.Unlock()
 	l.rtt = rtt
 	l.pace.answered(l.now(), waited, rtt)
+	l.pace.sized(objs)
 	l.request++
 	l.expireLocked()
 	started := false // a walk: direct requests start one

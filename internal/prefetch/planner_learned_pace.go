@@ -3,11 +3,14 @@ package prefetch
 import (
 	"math"
 	"time"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
 // Ahead implements Chooser: the levels holding the reads the application
 // makes in two round trips (pace), and the least chance worth a fetch
-// within them: Cost ÷ rtt, the break-even of a fetch that, if read, saves
+// within them: the cost of fetching an object of the size the application
+// reads (cost) ÷ rtt, the break-even of a fetch that, if read, saves
 // the application one round trip, but never below MinChance nor above
 // Threshold. Two round trips: a level is fetched once a read's job finds it
 // within reach, and must then still be a round trip's reads away when its
@@ -20,10 +23,16 @@ func (l *Learned) Ahead(rtt time.Duration) (levels int, threshold float64) {
 		return 0, l.cfg.Threshold
 	}
 	l.mu.RLock()
-	reads, fanOut := l.pace.distance(rtt), l.pace.fanOut()
+	reads, fanOut, size := l.pace.distance(rtt), l.pace.fanOut(), l.pace.size
 	l.mu.RUnlock()
-	threshold = min(max(float64(l.cfg.Cost)/float64(rtt), l.cfg.MinChance), l.cfg.Threshold)
+	threshold = min(max(l.cost(size)/float64(rtt), l.cfg.MinChance), l.cfg.Threshold)
 	return levelsFor(2*reads, fanOut, l.cfg.MaxDepth), threshold
+}
+
+// cost is what fetching one object of size bytes speculatively costs, in
+// ns: Cost, and CostPerKiB for each KiB.
+func (l *Learned) cost(size float64) float64 {
+	return float64(l.cfg.Cost) + size/1024*float64(l.cfg.CostPerKiB)
 }
 
 // pace is what the learned planner measures of time and shape, to say how
@@ -36,6 +45,7 @@ type pace struct {
 	gap     float64   // moving average of the time between requests that did not wait, in ns; 0: none seen
 	follows float64   // follows, decayed (see fanOut)
 	lists   float64   // lists followed at least once, decayed
+	size    float64   // moving average of the bytes of the objects read (graph.Object.Size); 0: none read
 }
 
 // gapWeight is how much one inter-read time moves the average: it follows a
@@ -66,6 +76,20 @@ func (p *pace) answered(now time.Time, waited bool, rtt time.Duration) {
 		return
 	}
 	p.gap += (g - p.gap) * gapWeight
+}
+
+// sized is told of objects the application read: their bytes move the
+// mean size with gapWeight each, so that it follows a change of what the
+// application reads within a few dozen objects.
+func (p *pace) sized(objs []*graph.Object) {
+	for _, o := range objs {
+		n := float64(o.Size())
+		if p.size == 0 {
+			p.size = n
+			continue
+		}
+		p.size += (n - p.size) * gapWeight
+	}
 }
 
 // followed counts a follow; first reports whether it started its list.
