@@ -107,13 +107,20 @@ func (r *reporter) w5(res *w5Result) {
 	fmt.Fprintf(&b, "- **hot spot**: %d profile views of users drawn by a Zipf law (s = 1.1) over friend count, the most followed most often; "+
 		"each view reads the user, its first %d posts and first %d friends. Repeated views are cache hits for the sidecar.\n\n", c.HotVisits, c.HotPosts, c.HotFriends)
 	b.WriteString(w5Notes(c))
-	for _, l := range res.Latencies {
-		fmt.Fprintf(&b, "\n### Latency %d ms one way — measured round trip %s\n\n", l.LatencyMS, fmtMS(l.RTT))
+	r.emitGrid(&b, "W5", res.Latencies, res)
+}
+
+// emitGrid ends a grid workload's section begun in b: a table per
+// latency, the cells where the default loses, the plots, and res as the
+// workload's raw results.
+func (r *reporter) emitGrid(b *strings.Builder, workload string, lats []w5Latency, res any) {
+	for _, l := range lats {
+		fmt.Fprintf(b, "\n### Latency %d ms one way — measured round trip %s\n\n", l.LatencyMS, fmtMS(l.RTT))
 		b.WriteString(r.addTable(l.table()))
 	}
-	b.WriteString(gridLosses(res.Latencies))
-	b.WriteString(r.gridPlots("W5", res.Latencies))
-	r.addRaw("w5", res)
+	b.WriteString(gridLosses(lats))
+	b.WriteString(r.gridPlots(workload, lats))
+	r.addRaw(strings.ToLower(workload), res)
 	r.emit(b.String())
 }
 

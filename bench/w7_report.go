@@ -25,14 +25,7 @@ func (r *reporter) w7(res *w7Result) {
 	fmt.Fprintf(&b, "- **four at once**: random points, chain, diamonds and star read concurrently, one goroutine each, over one connection: "+
 		"one client reading several unrelated graphs.\n\n")
 	b.WriteString(w7Notes(c))
-	for _, l := range res.Latencies {
-		fmt.Fprintf(&b, "\n### Latency %d ms one way — measured round trip %s\n\n", l.LatencyMS, fmtMS(l.RTT))
-		b.WriteString(r.addTable(l.table()))
-	}
-	b.WriteString(gridLosses(res.Latencies))
-	b.WriteString(r.gridPlots("W7", res.Latencies))
-	r.addRaw("w7", res)
-	r.emit(b.String())
+	r.emitGrid(&b, "W7", res.Latencies, res)
 }
 
 func w7Notes(c W7Config) string {
