@@ -37,9 +37,9 @@ func setMemoryLimit(c cache.Config, maxMessageBytes, streamBytes int64) (limit i
 // whenever the heap doubles, which for a sidecar filling its cache from a
 // small heap means a collection every few thousand cold objects; at 400
 // it runs a quarter as often (a cold W1 walk: 0.3–0.4 µs less sidecar CPU
-// per object of about 5, BENCHMARKS.md). The memory limit
-// (setMemoryLimit) bounds what the laxer target may cost: near it the
-// collector runs as often as it must.
+// per object of about 5, BENCHMARKS.md, "Sidecar CPU per cold object").
+// The memory limit (setMemoryLimit) bounds what the laxer target may
+// cost: near it the collector runs as often as it must.
 const defaultGCPercent = 400
 
 // setGCPercent applies percent unless the GOGC environment variable has set

@@ -21,7 +21,8 @@ import (
 // defaultMaxStreams is --max-concurrent-streams' default. Without a limit,
 // one connection's thousands of concurrent misses are as many runnable
 // handlers that keep the cores busy, and a hit on another connection waits
-// for one (BenchmarkHitDuringFlood in internal/server, BENCHMARKS.md); 256
+// for one (BenchmarkHitDuringFlood in internal/server, and
+// docs/benchmark-history.md, "Hardening: a hit during a flood"); 256
 // requests in progress still keep a connection's misses flowing through
 // every demand batch.
 const defaultMaxStreams = 256

@@ -29,7 +29,7 @@ type LearnedConfig struct {
 	// application reads in one round trip (Ahead), a fetch pays when its
 	// chance times the round trip it saves exceeds Cost. Default 15µs: the
 	// sidecar's 9.3µs and the origin's 4.3µs of CPU per cold object
-	// measured in BENCHMARKS.md when it was set, and bytes (the sidecar's
+	// measured when it was set (docs/benchmark-history.md), and bytes (the sidecar's
 	// is about 4µs since; at round trips above Cost ÷ MinChance, 0.12ms,
 	// MinChance decides anyway).
 	Cost time.Duration
