@@ -80,15 +80,15 @@ rules:
 
 .PHONY: bench bench-quick
 
-## bench: the benchmark workloads (W1-W4, see BENCHMARKS.md) at full size (19 min 36 s on 2 cores, needs redis-server): tables on stdout, BENCHMARKS.md, plots in results/
+## bench: the benchmark workloads (W1-W4, see BENCHMARKS.md) at full size (19 min 36 s on 2 cores, needs redis-server): tables on stdout, the report results/report.md and plots in results/
 bench: build
 	$(GO) build -o $(BIN)/lookahead-bench ./bench/cmd/lookahead-bench
-	$(BIN)/lookahead-bench -mode full -bin $(BIN) -out results -markdown BENCHMARKS.md -require-redis
+	$(BIN)/lookahead-bench -mode full -bin $(BIN) -out results -markdown results/report.md -require-redis
 
 ## bench-quick: the same workloads at reduced sizes, under 3 minutes
 bench-quick: build
 	$(GO) build -o $(BIN)/lookahead-bench ./bench/cmd/lookahead-bench
-	$(BIN)/lookahead-bench -mode quick -bin $(BIN) -out results -markdown BENCHMARKS.md
+	$(BIN)/lookahead-bench -mode quick -bin $(BIN) -out results -markdown results/report.md
 
 .PHONY: images images-test
 

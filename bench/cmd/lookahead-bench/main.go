@@ -1,6 +1,8 @@
-// Command lookahead-bench runs the benchmarks of BENCH.md against the origin
-// and sidecar binaries, prints markdown tables and writes BENCHMARKS.md and
-// plots.
+// Command lookahead-bench runs the benchmark workloads W1–W7 against the
+// origin and sidecar binaries, prints markdown tables and writes a markdown
+// report and plots. BENCHMARKS.md is assembled from such reports by hand
+// (each section says its command), so the report goes to results/ by
+// default rather than over it.
 package main
 
 import (
@@ -26,7 +28,7 @@ func main() {
 	mode := flag.String("mode", "quick", "sizes: full (BENCH.md's, about 25 minutes on 2 cores), quick (under 3 minutes) or smoke (seconds)")
 	bin := flag.String("bin", "bin", "directory holding the origin and sidecar binaries (make build)")
 	out := flag.String("out", "results", "directory for plots and raw results; empty disables")
-	md := flag.String("markdown", "BENCHMARKS.md", "report to write; empty disables")
+	md := flag.String("markdown", "results/report.md", "report to write; empty disables")
 	workloads := flag.String("workloads", "", "comma-separated subset of w1,w2,w3,w4,w5,w6,w7; empty runs all")
 	grid := flag.String("w5-grid", "", `W5's static settings searched for the best static row, "DEPTH/MAX_OBJECTS,..." (e.g. 1/100,2/200); empty = the mode's grid`)
 	w7Grid := flag.String("w7-grid", "", `W7's static settings searched for the best static row, as -w5-grid; empty = the mode's grid`)
