@@ -43,21 +43,38 @@ func (w *chanceWalk) expandWhole(level []step, cands []candidate, short []string
 		roots = append(roots, c.id)
 	}
 	roots = dedupe(roots)
-	// One such Expand at a time: jobs of reads close together want the same
-	// levels (a query's trees), and a second Expand would bring again all
-	// that the first is bringing below the roots they share. The job that
-	// finds one in flight leaves the levels to it; a read it does not cover
-	// schedules another job.
-	if !s.whole.CompareAndSwap(false, true) {
-		return true
+	if !s.whole.enter(roots, b, w.budget) {
+		return true // left to the Expand in flight (wholeGate)
 	}
-	defer s.whole.Store(false)
-	x, err := s.runExpansion(w.ctx, roots, b)
-	if err != nil {
-		return !errors.Is(err, errors.ErrUnsupported) // trouble: stop; unsupported: level by level
+	for len(roots) > 0 {
+		x, err := s.runExpansion(w.ctx, roots, b)
+		if err != nil {
+			s.whole.leave()
+			return !errors.Is(err, errors.ErrUnsupported) // trouble: stop; unsupported: level by level
+		}
+		_, _ = x.JoinedRoots(w.ctx)
+		roots, b = w.nextWhole()
 	}
-	_, _ = x.JoinedRoots(w.ctx)
 	return true
+}
+
+// nextWhole takes from the gate the roots other jobs left while the
+// holder's Expand was in flight, and their budget, passing over those
+// whose roots are all held now (an Expand from them would most likely
+// cost a round trip for nothing, as lacks judges a job's own); nil when
+// none are left, and the gate is open.
+func (w *chanceWalk) nextWhole() ([]string, graph.Budget) {
+	for {
+		roots, b := w.s.whole.next()
+		if len(roots) == 0 {
+			return nil, b
+		}
+		roots = dedupe(roots)
+		if slices.ContainsFunc(roots, func(id string) bool { _, known := w.s.fetcher.Peek(id); return !known }) {
+			b.MaxObjects = min(b.MaxObjects, w.budget+len(roots))
+			return roots, b
+		}
+	}
 }
 
 // lacks reports whether a candidate is not held (nor known missing).

@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/fetch"
@@ -148,7 +147,7 @@ type Scheduler struct {
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup // the workers
 	closeOnce sync.Once
-	whole     atomic.Bool // a job's whole-levels Expand is in flight (expandWhole)
+	whole     wholeGate // one whole-levels Expand in flight at a time (expandWhole)
 }
 
 // New starts a scheduler with cfg.Workers workers; Close stops them.

@@ -1,0 +1,75 @@
+package prefetch
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// A read whose job wants whole levels while another job's Expand is in
+// flight leaves them to that job, which asks for them as soon as its own
+// Expand is answered: they are not dropped. A reader of several trees
+// breadth first depends on it: the jobs of its reads of one tree's upper
+// levels all come while the first Expand is on its way, and nothing would
+// ask for their levels below until the reader misses on them.
+func TestWholeLevelsLeftToTheExpandInFlight(t *testing.T) {
+	var objs []*graph.Object
+	require.NoError(t, graph.TaskTrees{Roots: 2, Fanout: 3, Levels: 4, PayloadBytes: 16}.Generate(func(o *graph.Object) error {
+		objs = append(objs, o)
+		return nil
+	}))
+	fo := newFakeOrigin(objs)
+	fx := &fakeExpander{Origin: fo, Gate: map[int]chan struct{}{1: make(chan struct{})}, Paused: make(chan int, 4)}
+	r := newRig(t, fx, Config{Mode: ModeAdaptive, Workers: 2}, eager{}, cache.Config{})
+	s := r.engine.s
+	get := func(id string) {
+		_, _, err := r.engine.Get(context.Background(), []string{id}, Hint{})
+		require.NoError(t, err)
+	}
+	get("task-0")
+	require.Equal(t, 1, <-fx.Paused, "the first tree's Expand is under way")
+	get("task-1") // another tree: its levels are not the ones in flight
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.running == 1 && s.jobs.len() == 0
+	}, 10*time.Second, time.Millisecond, "the second job ended while the first waits")
+	close(fx.Gate[1])
+	s.Idle()
+	assert.Equal(t, 2, fx.ExpandCalls(), "the second tree's levels asked for after the first's")
+	for _, o := range objs {
+		_, held := r.cache.Peek(o.ID)
+		assert.True(t, held, "%s held with no read below the roots", o.ID)
+	}
+	assert.Equal(t, 2, fo.Calls(), "the two demands only")
+}
+
+func TestWholeGateMergesWhatWaits(t *testing.T) {
+	var g wholeGate
+	require.True(t, g.enter([]string{"a"}, graph.Budget{Depth: 2, MaxObjects: 10, Fields: []string{"x"}}, 3))
+	assert.False(t, g.enter([]string{"b", "c"}, graph.Budget{Depth: 3, MaxObjects: 5, Fields: []string{"y"}}, 3))
+	assert.False(t, g.enter([]string{"d", "e"}, graph.Budget{Depth: 1, MaxObjects: 5}, 3), "over the limit: dropped")
+	roots, b := g.next()
+	assert.Equal(t, []string{"b", "c"}, roots)
+	assert.Equal(t, graph.Budget{Depth: 3, MaxObjects: 5, Fields: []string{"y"}}, b)
+	assert.False(t, g.enter([]string{"f"}, graph.Budget{Depth: 1, MaxObjects: 4, Fields: []string{"x"}}, 3), "still held")
+	assert.False(t, g.enter([]string{"g"}, graph.Budget{Depth: 2, MaxObjects: 6, Fields: []string{"y"}}, 3))
+	roots, b = g.next()
+	assert.Equal(t, []string{"f", "g"}, roots)
+	assert.Equal(t, graph.Budget{Depth: 2, MaxObjects: 10, Fields: []string{"x", "y"}}, b)
+	roots, _ = g.next()
+	assert.Empty(t, roots)
+	assert.True(t, g.enter(nil, graph.Budget{}, 3), "open once nothing waits")
+	assert.False(t, g.enter([]string{"h"}, graph.Budget{Depth: 1}, 3))
+	g.leave()
+	roots, _ = g.next()
+	assert.Empty(t, roots, "a failed holder forgets what waited")
+	assert.Equal(t, graph.Budget{Depth: 2}, mergeBudgets(graph.Budget{Depth: 1, MaxObjects: 3, Fields: []string{"x"}}, graph.Budget{Depth: 2}),
+		"no cap and every field when either has none")
+}
