@@ -65,7 +65,7 @@ func (w *chanceWalk) expandWhole(level []step, cands []candidate, short []string
 // none are left, and the gate is open.
 func (w *chanceWalk) nextWhole() ([]string, graph.Budget) {
 	for {
-		roots, b := w.s.whole.next()
+		roots, b := w.s.whole.next(w.s.fetcher.BatchSize())
 		if len(roots) == 0 {
 			return nil, b
 		}

@@ -47,16 +47,22 @@ func (g *wholeGate) enter(roots []string, b graph.Budget, limit int) bool {
 	return false
 }
 
-// next hands the holder the roots left while its Expand was in flight and
-// their budget, keeping the gate; with none left it opens the gate and
+// next hands the holder at most n of the roots left while its Expand was in
+// flight (an origin takes at least the fetcher's batch of ids per request),
+// and their budget, keeping the gate; with none left it opens the gate and
 // returns nil.
-func (g *wholeGate) next() ([]string, graph.Budget) {
+func (g *wholeGate) next(n int) ([]string, graph.Budget) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	roots, b := g.roots, g.budget
-	g.roots, g.budget = nil, graph.Budget{}
-	if len(roots) == 0 {
-		g.busy = false
+	if len(g.roots) == 0 {
+		g.busy, g.budget = false, graph.Budget{}
+		return nil, graph.Budget{}
+	}
+	n = min(n, len(g.roots))
+	roots, b := slices.Clone(g.roots[:n]), g.budget
+	g.roots = g.roots[n:]
+	if len(g.roots) == 0 {
+		g.roots, g.budget = nil, graph.Budget{}
 	}
 	return roots, b
 }
