@@ -201,3 +201,43 @@ func TestDemandTellsWhenItCaughtUpWithSpeculation(t *testing.T) {
 	require.NoError(t, <-got)
 	assert.Empty(t, told, "a join of a demand's fetch is not speculation caught up with")
 }
+
+// A demand that joins a speculative Expand which goes on below what it
+// reads is not told: the application caught up with a stream that brings
+// its next levels in the same round trip, and an Expand ahead would bring
+// them again. At the Expand's last level it is.
+func TestDemandJoiningAnExpandThatGoesDeeperIsNotToldCaughtUp(t *testing.T) {
+	fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(fetchtest.Tree(t, 2, 3)),
+		Gate: map[int]chan struct{}{1: make(chan struct{}), 2: make(chan struct{})}, Paused: make(chan int, 2)}
+	r := newRig(t, fx, Config{}, cache.Config{})
+	told := make(chan []string, 4)
+	r.f.OnCaughtUp(func(_ context.Context, ids []string) { told <- ids })
+	x := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 2}, true)
+	ran := make(chan error, 1)
+	go func() { ran <- x.Run(context.Background()) }()
+	require.Equal(t, 1, <-fx.Paused) // task-0.1 and .2 are claimed, one level still below them
+	got := make(chan error, 2)
+	go func() {
+		_, err := r.f.Get(context.Background(), []string{"task-0.1"})
+		got <- err
+	}()
+	require.Eventually(t, func() bool { return testutil.ToFloat64(r.m.Joined) == 1 }, 5*time.Second, time.Millisecond,
+		"the demand joined the Expand")
+	close(fx.Gate[1])
+	require.NoError(t, <-got)
+	assert.Empty(t, told, "joined with a level to come below it")
+	require.Equal(t, 2, <-fx.Paused) // .3 to .6 claimed: the Expand's last level
+	go func() {
+		_, err := r.f.Get(context.Background(), []string{"task-0.3"})
+		got <- err
+	}()
+	select {
+	case ids := <-told:
+		assert.Equal(t, []string{"task-0.3"}, ids, "the last level: told")
+	case <-time.After(5 * time.Second):
+		t.Fatal("a join at the Expand's last level was not told")
+	}
+	close(fx.Gate[2])
+	require.NoError(t, <-ran)
+	require.NoError(t, <-got)
+}

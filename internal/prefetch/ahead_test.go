@@ -49,3 +49,37 @@ func TestCaughtUpExpandsTwiceTheDepthAtOnce(t *testing.T) {
 	_, known = r.cache.Peek("task-0.11")
 	assert.False(t, known, "below .2, which no demand reached")
 }
+
+// A demand with a hint that catches up (here: it misses) is expanded the
+// hint's depth below, at once and no deeper, and the request's own job
+// does not expand below it again once it is answered: the origin sends
+// each object once, in one Expand.
+func TestCaughtUpWithAHintExpandsTheHintOnce(t *testing.T) {
+	objs := tree(t, 2, 5) // task-0; .1 .2; .3-.6; .7-.14; .15-.30
+	fx := &fakeExpander{Origin: newFakeOrigin(objs), Gate: map[int]chan struct{}{1: make(chan struct{})}, Paused: make(chan int, 4)}
+	r := newRig(t, fx, Config{Workers: 2}, Static{Depth: 1}, cache.Config{})
+	r.engine.f.OnCaughtUp(r.engine.s.CaughtUp)
+	depth, most := 3, 14
+	h := Hint{Depth: &depth, MaxObjects: &most}
+	_, _, err := r.engine.Get(WithHint(context.Background(), h), []string{"task-0"}, h)
+	require.NoError(t, err)
+	require.Equal(t, 1, <-fx.Paused, "the hint's Expand is under way")
+	s := r.engine.s
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.jobs.len() == 0
+	}, 10*time.Second, time.Millisecond, "every job started")
+	close(fx.Gate[1])
+	r.engine.s.Idle()
+	assert.Equal(t, 1, fx.ExpandCalls(), "one Expand: the hint's, in the round trip of the miss")
+	for id, n := range fx.SentIDs() {
+		assert.LessOrEqual(t, n, 1, "%s sent again", id)
+	}
+	for _, o := range objs[1:15] {
+		_, held := r.cache.Peek(o.ID)
+		assert.True(t, held, "%s: within the hint", o.ID)
+	}
+	_, held := r.cache.Peek("task-0.15")
+	assert.False(t, held, "below the hint's depth")
+}

@@ -300,8 +300,11 @@ func (s *Scheduler) After(ctx context.Context, a *fetch.Answer, h Hint) {
 		return
 	}
 	var follow []*graph.Object
+	ahead := expandedAhead(ctx)
 	for _, r := range a.Results {
 		switch {
+		case ahead[r.Object.ID]:
+			// CaughtUp expanded the request's hint below it already.
 		case r.Status == fetch.StatusHitPrefetched || r.Status == fetch.StatusJoined:
 			// A used prefetch moves the window: expand below it so that the
 			// application's next step is already on its way (Knafla's POD).

@@ -162,6 +162,9 @@ func New(cfg Config, f Fetcher, sched Scheduler, w Writer, log *slog.Logger) (*S
 // get answers ids and tells the scheduler.
 func (s *Server) get(ctx context.Context, ids []string, h prefetch.Hint) (*fetch.Answer, error) {
 	s.track(ctx, ids)
+	if h.Given() {
+		ctx = prefetch.WithHint(ctx, h)
+	}
 	ctx, span := s.lookupSpan(ctx, len(ids))
 	a, err := s.fetcher.Get(ctx, ids)
 	endLookup(span, a, err)
