@@ -122,6 +122,8 @@ type Fetcher interface {
 	Changed(id string, version uint64, deleted bool) bool
 	// SetAdmission: see fetch.Fetcher.SetAdmission.
 	SetAdmission(a fetch.Admission)
+	// Peek answers from the cache alone: see fetch.Fetcher.Peek.
+	Peek(id string) (*graph.Object, bool)
 }
 
 // Scheduler is told of every answered demand, to speculate for the
@@ -204,12 +206,12 @@ func (s *Server) BatchGet(ctx context.Context, req *lookaheadv1.BatchGetRequest)
 	if err != nil {
 		return nil, err
 	}
+	if isReport(ctx) {
+		return s.report(ctx, req.GetIds(), h)
+	}
 	a, err := s.get(ctx, req.GetIds(), h)
 	if err != nil {
 		return nil, err
-	}
-	if isReport(ctx) {
-		return &lookaheadv1.BatchGetResponse{}, nil
 	}
 	if n := replyBytes(a.Results); n > s.cfg.MaxReplyBytes {
 		return nil, status.Errorf(codes.ResourceExhausted, "the %d objects asked for take %d bytes, more than a reply may (%d, --max-message-bytes): ask for fewer ids at a time",

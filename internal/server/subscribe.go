@@ -5,12 +5,14 @@ import (
 	"math"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/near"
+	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
 // SubscriberHeader is the metadata key under which a near-cache client
@@ -23,6 +25,29 @@ const SubscriberHeader = "lookahead-subscriber"
 // moves speculation, but answers no objects, which the client would only
 // decode and drop.
 const ReportHeader = "lookahead-report"
+
+// report reads the ids of a report of used pushes that the cache still
+// holds, as any BatchGet would, and answers none of them, with the header
+// ReportHeader: "read" so that a client that set the mark by mistake
+// cannot take the empty answer for a real one (which names every id, in
+// its results or its missing ids). Ids the cache no longer holds are not
+// fetched: the application has them, and the origin round trip would
+// bring nothing it reads.
+func (s *Server) report(ctx context.Context, ids []string, h prefetch.Hint) (*lookaheadv1.BatchGetResponse, error) {
+	_ = grpc.SetHeader(ctx, metadata.Pairs(ReportHeader, "read"))
+	held := ids[:0:0]
+	for _, id := range ids {
+		if o, known := s.fetcher.Peek(id); known && o != nil {
+			held = append(held, id)
+		}
+	}
+	if len(held) > 0 {
+		if _, err := s.get(ctx, held, h); err != nil {
+			return nil, err
+		}
+	}
+	return &lookaheadv1.BatchGetResponse{}, nil
+}
 
 // isReport reports whether ctx's call reports used pushes.
 func isReport(ctx context.Context) bool {

@@ -7,8 +7,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -154,7 +156,8 @@ func TestNearReadersHearsOnlySubscribers(t *testing.T) {
 }
 
 // A report of used pushes is read like any BatchGet, so that the use moves
-// speculation on, but answered without objects.
+// speculation on, but answered without objects and with a header that says
+// so.
 func TestReportOfUsedPushesIsAnsweredWithoutObjects(t *testing.T) {
 	r := newRig(t, taskTree(t, 1, 1, 3), rigOptions{engine: prefetch.Config{Mode: prefetch.ModeStatic}, planner: prefetch.Static{Depth: 1}})
 	s := subscribe(t, r, 1<<20)
@@ -165,13 +168,33 @@ func TestReportOfUsedPushesIsAnsweredWithoutObjects(t *testing.T) {
 	require.False(t, held, "nothing read task-0.1 yet")
 
 	ctx := metadata.AppendToOutgoingContext(s.ctx(), ReportHeader, "used")
-	resp, err := r.client.BatchGet(ctx, &lookaheadv1.BatchGetRequest{Ids: []string{"task-0.1"}})
+	var header metadata.MD
+	resp, err := r.client.BatchGet(ctx, &lookaheadv1.BatchGetRequest{Ids: []string{"task-0.1"}}, grpc.Header(&header))
 	require.NoError(t, err)
 	assert.Empty(t, resp.GetResults(), "the client has the object")
 	assert.Empty(t, resp.GetMissingIds())
+	assert.Equal(t, []string{"read"}, header.Get(ReportHeader), "a report's answer says it is one")
 	require.Eventually(t, func() bool {
 		o, held := r.cache.Peek("task-0.2")
 		return held && o != nil
 	}, 5*time.Second, time.Millisecond, "the reported use moved speculation below it")
 	assert.Equal(t, "task-0.2", s.next().GetPush().GetObject().GetId())
+}
+
+// A report names objects the application holds: one the sidecar no longer
+// holds is not fetched from the origin for it.
+func TestReportDoesNotFetchWhatTheSidecarDropped(t *testing.T) {
+	r := newRig(t, taskTree(t, 1, 1, 3), rigOptions{engine: prefetch.Config{Mode: prefetch.ModeOff}})
+	s := subscribe(t, r, 1<<20)
+	trips := func() float64 { return testutil.ToFloat64(r.m.OriginRoundTrips.WithLabelValues("BatchGet", "OK")) }
+	before := trips()
+	ctx := metadata.AppendToOutgoingContext(s.ctx(), ReportHeader, "used")
+	_, err := r.client.BatchGet(ctx, &lookaheadv1.BatchGetRequest{Ids: []string{"task-0.1"}})
+	require.NoError(t, err)
+	_, held := r.cache.Peek("task-0.1")
+	assert.False(t, held)
+	assert.Equal(t, before, trips(), "no origin BatchGet for a report")
+	_, err = r.client.BatchGet(s.ctx(), &lookaheadv1.BatchGetRequest{Ids: []string{"task-0.1"}})
+	require.NoError(t, err)
+	assert.Equal(t, before+1, trips(), "an ordinary read of it is fetched")
 }
