@@ -269,14 +269,14 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 		if err != nil {
 			return fmt.Errorf("listen %s: %w", o.listen, err)
 		}
-		lis = append(lis, l)
+		lis = append(lis, o.transport.limitListener(l))
 	}
 	if o.unixSocket != "" {
 		l, err := listenUnix(o.unixSocket, o.unixSocketMode)
 		if err != nil {
 			return err
 		}
-		lis = append(lis, l)
+		lis = append(lis, o.transport.limitListener(l))
 	}
 	var hsrv *http.Server
 	var metricsAddr string

@@ -52,6 +52,28 @@ func TestStreamLimitIsPerConnection(t *testing.T) {
 	}
 }
 
+// TestConnectionLimitIsPerListener: with --max-connections 1, a second
+// connection is not accepted while the first is open (its request waits,
+// here until its deadline), and is served once the first closes.
+func TestConnectionLimitIsPerListener(t *testing.T) {
+	o := origintest.New(&graph.Object{ID: "a"})
+	addr, _ := startSidecar(t, "--origin", o.StartTCP(t), "--max-connections", "1")
+	first, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	require.NoError(t, err)
+	_, err = lookaheadv1.NewSidecarServiceClient(first).Get(context.Background(), &lookaheadv1.GetRequest{Id: "a"})
+	require.NoError(t, err, "the first connection is served")
+
+	second := dialSidecar(t, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	_, err = second.Get(ctx, &lookaheadv1.GetRequest{Id: "a"})
+	assert.Equal(t, codes.DeadlineExceeded, status.Code(err), "a second connection was served beside the first: %v", err)
+
+	require.NoError(t, first.Close())
+	_, err = second.Get(context.Background(), &lookaheadv1.GetRequest{Id: "a"}, grpc.WaitForReady(true))
+	assert.NoError(t, err, "the second connection is served once the first closed")
+}
+
 // startSidecar runs the sidecar with args (and its own listeners, address
 // file and a 1 s drain) until stop, which waits for it; addr is its gRPC
 // address.

@@ -6,8 +6,10 @@ import (
 	"flag"
 	"fmt"
 	"math"
+	"net"
 	"time"
 
+	"golang.org/x/net/netutil"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
@@ -27,6 +29,21 @@ import (
 // every demand batch.
 const defaultMaxStreams = 256
 
+// defaultMaxConns is --max-connections' default. The applications of one
+// pod open a connection or a few each; a thousand leaves room for many
+// processes and short-lived clients while bounding what a runaway or
+// hostile one that opens connections in a loop can make the sidecar hold.
+const defaultMaxConns = 1024
+
+// limitListener bounds the connections l keeps open at once to
+// --max-connections.
+func (t *transportOptions) limitListener(l net.Listener) net.Listener {
+	if t.maxConns == 0 {
+		return l
+	}
+	return netutil.LimitListener(l, t.maxConns)
+}
+
 // transportOptions are the settings of the origin connection (retries,
 // breaker, reply and message limits, TLS) and of the sidecar's listener
 // (message and stream limits, TLS).
@@ -35,6 +52,7 @@ type transportOptions struct {
 	maxObjectBytes  int64
 	maxMessageBytes int64
 	maxStreams      int // per client connection; 0 = no limit
+	maxConns        int // client connections open at once, per listener; 0 = no limit
 	// keepaliveTime and keepaliveTimeout: a client connection silent for
 	// keepaliveTime is pinged, and cut when it does not answer within
 	// keepaliveTimeout.
@@ -56,6 +74,7 @@ func (t *transportOptions) register(fs *flag.FlagSet) {
 	fs.Var((*byteSize)(&t.maxObjectBytes), "max-object-bytes", "largest object accepted from the origin (id, type, refs and payload); a reply carrying a larger one is refused and counted in lookahead_origin_malformed_total")
 	fs.Var((*byteSize)(&t.maxMessageBytes), "max-message-bytes", "largest gRPC message received or sent, by the sidecar's server and on the origin connection; a larger one fails RESOURCE_EXHAUSTED")
 	fs.IntVar(&t.maxStreams, "max-concurrent-streams", defaultMaxStreams, "requests (calls and streams) one client connection may have in progress at once (HTTP/2 MAX_CONCURRENT_STREAMS); more wait in that client, so that one application's flood of misses cannot take the cores other connections' hits need; 0 = no limit")
+	fs.IntVar(&t.maxConns, "max-connections", defaultMaxConns, "client connections each listener (TCP, unix socket) keeps open at once; one more waits, unaccepted, until one closes, so that what connections hold (each up to --max-concurrent-streams requests) is bounded by this flag and not by how many a peer opens; 0 = no limit")
 	fs.DurationVar(&t.keepaliveTime, "keepalive-time", 30*time.Second, "how long a client connection may be silent before the sidecar pings it; one that does not answer within --keepalive-timeout is cut, and what its calls held (a GetGraph's --max-walks place, a near cache's queue) is freed")
 	fs.DurationVar(&t.keepaliveTimeout, "keepalive-timeout", 10*time.Second, "how long a pinged client connection has to answer before the sidecar cuts it")
 	fs.StringVar(&t.serverFiles.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM); needs --tls-key; empty = plaintext")
@@ -94,6 +113,9 @@ func (t *transportOptions) finish() error {
 	}
 	if t.client.BreakerCooldown <= 0 {
 		errs = append(errs, fmt.Errorf("-origin-breaker-cooldown %v: must be positive", t.client.BreakerCooldown))
+	}
+	if t.maxConns < 0 {
+		errs = append(errs, fmt.Errorf("-max-connections %d: must not be negative (0 = no limit)", t.maxConns))
 	}
 	if t.maxStreams < 0 || t.maxStreams > math.MaxUint32 {
 		errs = append(errs, fmt.Errorf("-max-concurrent-streams %d: must be between 0 (no limit) and %d", t.maxStreams, uint32(math.MaxUint32)))

@@ -60,6 +60,7 @@ var badValues = map[string][]flagconftest.Bad{
 	"keepalive-time":          {{"500ms", "-keepalive-time 500ms: must be at least 1s"}},
 	"keepalive-timeout":       {{"0", "-keepalive-timeout 0s: must be at least 1s"}},
 	"max-concurrent-streams":  {{"-1", "-max-concurrent-streams -1: must be between 0 (no limit) and 4294967295"}, {"4294967296", "must be between 0 (no limit) and 4294967295"}, {"many", `"many"`}},
+	"max-connections":         {{"-1", "-max-connections -1: must not be negative (0 = no limit)"}, {"many", `"many"`}},
 	"max-message-bytes":       {{"0", "-max-message-bytes 0: must be between 1 and 2GiB-1"}, {"3GiB", "must be between 1 and 2GiB-1"}, {"1MiB", "must exceed -max-object-bytes"}},
 	"tls-cert":                {{"/nonexistent/cert.pem", "certificate and key must be given together"}},
 	"tls-key":                 {{"/nonexistent/key.pem", "certificate and key must be given together"}},
