@@ -86,33 +86,27 @@ func (f *Fetcher) send(ctx context.Context, b *batch) {
 
 // tellCaughtUp tells OnCaughtUp's function of the ids of a demand for ids
 // that speculative fetches were bringing (joins) or that no fetch was
-// bringing, if any; not of those another demand was bringing, nor of those
-// an Expand is bringing with levels below them: the application has caught
-// up with its stream, which brings what it reads next in the same round
-// trip, and an Expand ahead of them would bring those levels a second time
-// (a near-cache reader of W1's trees started one per read of the first
-// level, 9 in all, where one was enough). At the Expand's last level it is
-// told.
+// bringing, if any; not of those another demand was bringing.
 func (f *Fetcher) tellCaughtUp(ctx context.Context, ids []string, joins map[*call][]string) {
 	fn := f.caughtUp.Load()
 	if fn == nil {
 		return
 	}
-	var skip map[string]bool // ids another demand, or an Expand going deeper, is bringing
+	var byDemand map[string]bool // ids another demand is bringing
 	for c, js := range joins {
-		if c.speculative && c.below == 0 {
+		if c.speculative {
 			continue
 		}
-		if skip == nil {
-			skip = make(map[string]bool, len(js))
+		if byDemand == nil {
+			byDemand = make(map[string]bool, len(js))
 		}
 		for _, id := range js {
-			skip[id] = true
+			byDemand[id] = true
 		}
 	}
 	tell := make([]string, 0, len(ids))
 	for _, id := range ids {
-		if !skip[id] {
+		if !byDemand[id] {
 			tell = append(tell, id)
 		}
 	}

@@ -260,7 +260,7 @@ func (x *Expansion) claim(level int, ids []string) (joins map[*call][]string) {
 	if level == 0 {
 		ride = x.ride
 	}
-	joins, own := x.f.flights.claimExpand(fresh, x.guard, ride, max(x.budget.Depth-level, 0))
+	joins, own := x.f.flights.claimExpand(fresh, x.guard, ride)
 	for _, b := range own {
 		if !x.speculative {
 			b.call.delivered = x.delivered

@@ -17,11 +17,7 @@ type call struct {
 	// before the call is in the flights table, read under flights.mu or
 	// once done is closed.
 	partial bool
-	// below is how many levels below its ids the fetch goes on bringing
-	// (an Expand's depth past their level; 0 for a BatchGet). Set like
-	// partial.
-	below int
-	objs  map[string]*graph.Object
+	objs    map[string]*graph.Object
 	// delivered, when set, answers for objs: a demanded expansion's own
 	// record of what it received, rather than a copy of it per batch.
 	delivered func(id string) (*graph.Object, bool)
@@ -89,7 +85,7 @@ func newFlights(batchSize, slots int) *flights {
 // guards their fetch) use it; the caller holds whatever limits its
 // concurrency.
 func (f *flights) claim(ids []string, batchSize int, g *guard) (joins map[*call][]string, own []*batch) {
-	return f.claimAll(ids, batchSize, g, false, rideNone, 0)
+	return f.claimAll(ids, batchSize, g, false, rideNone)
 }
 
 // rides says which ids in flight an Expand asks the origin for again
@@ -111,15 +107,14 @@ const (
 // for a demand's), in one batch. Its calls are partial: an id the Expand's
 // budget did not reach is not delivered. Ids in flight that ride covers are
 // neither joined nor claimed: the Expand asks the origin for them as well.
-func (f *flights) claimExpand(ids []string, g *guard, ride rides, below int) (joins map[*call][]string, own []*batch) {
-	return f.claimAll(ids, len(ids), g, true, ride, below)
+func (f *flights) claimExpand(ids []string, g *guard, ride rides) (joins map[*call][]string, own []*batch) {
+	return f.claimAll(ids, len(ids), g, true, ride)
 }
 
 // claimAll is claim and claimExpand: partial marks the new calls as an
 // Expand's before another claim can find them (call.partial is read under
-// mu), below says how far below them it goes, ride leaves the ids in
-// flight it covers to the caller.
-func (f *flights) claimAll(ids []string, batchSize int, g *guard, partial bool, ride rides, below int) (joins map[*call][]string, own []*batch) {
+// mu), ride leaves the ids in flight it covers to the caller.
+func (f *flights) claimAll(ids []string, batchSize int, g *guard, partial bool, ride rides) (joins map[*call][]string, own []*batch) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	var cur *batch
@@ -136,7 +131,7 @@ func (f *flights) claimAll(ids []string, batchSize int, g *guard, partial bool, 
 		}
 		if cur == nil || len(cur.ids) == batchSize {
 			cur = &batch{call: newGuarded(g)}
-			cur.call.partial, cur.call.below = partial, below
+			cur.call.partial = partial
 			own = append(own, cur)
 		}
 		cur.ids = append(cur.ids, id)

@@ -71,11 +71,11 @@ type requestKey struct{}
 // far in the same round trip as its own fetch, with the request's budget
 // rather than twice the planner's own, and After does not expand below
 // those ids again once the request is answered. With the planner's budget
-// that Expand took only part of the levels the request's own job wants,
-// and with both, the request's job asked the origin again for all that the
-// first was bringing beyond the held objects it could name: W1's
-// near-cache row fetched its 7,800 objects 9 to 10 times over 7 to 9
-// Expands, then twice over 2.
+// that Expand brought only part of the levels the request's own job
+// wants, and the two split the rest between more Expands (W1's near-cache
+// row: 8 to 10 Expands and 8,200 to 9,800 objects fetched for 7,800); with
+// the hint's budget but both jobs, the request's job asked the origin
+// again for all that the first was bringing (each object twice).
 func WithHint(ctx context.Context, h Hint) context.Context {
 	return context.WithValue(ctx, requestKey{}, &request{hint: h})
 }
