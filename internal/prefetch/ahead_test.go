@@ -64,12 +64,7 @@ func TestCaughtUpWithAHintExpandsTheHintOnce(t *testing.T) {
 	_, _, err := r.engine.Get(WithHint(context.Background(), h), []string{"task-0"}, h)
 	require.NoError(t, err)
 	require.Equal(t, 1, <-fx.Paused, "the hint's Expand is under way")
-	s := r.engine.s
-	require.Eventually(t, func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.jobs.len() == 0
-	}, 10*time.Second, time.Millisecond, "every job started")
+	waitJobs(t, r.engine.s, -1, "every job started")
 	close(fx.Gate[1])
 	r.engine.s.Idle()
 	assert.Equal(t, 1, fx.ExpandCalls(), "one Expand: the hint's, in the round trip of the miss")

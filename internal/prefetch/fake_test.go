@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/stretchr/testify/require"
@@ -96,3 +97,14 @@ func newRigWith(t testing.TB, o fetch.Origin, cfg Config, fc fetch.Config, p Pla
 }
 
 func fmtInt(i int) string { return fmt.Sprint(i) }
+
+// waitJobs waits until no job of s is queued and running of them run (any
+// number when running is negative).
+func waitJobs(t *testing.T, s *Scheduler, running int, msg string) {
+	t.Helper()
+	require.Eventually(t, func() bool {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		return s.jobs.len() == 0 && (running < 0 || s.running == running)
+	}, 10*time.Second, time.Millisecond, msg)
+}

@@ -3,7 +3,6 @@ package prefetch
 import (
 	"context"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -35,11 +34,7 @@ func TestWholeLevelsLeftToTheExpandInFlight(t *testing.T) {
 	get("task-0")
 	require.Equal(t, 1, <-fx.Paused, "the first tree's Expand is under way")
 	get("task-1") // another tree: its levels are not the ones in flight
-	require.Eventually(t, func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.running == 1 && s.jobs.len() == 0
-	}, 10*time.Second, time.Millisecond, "the second job ended while the first waits")
+	waitJobs(t, s, 1, "the second job ended while the first waits")
 	close(fx.Gate[1])
 	s.Idle()
 	assert.Equal(t, 2, fx.ExpandCalls(), "the second tree's levels asked for after the first's")

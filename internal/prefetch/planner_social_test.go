@@ -183,11 +183,7 @@ func TestOneWholeLevelsExpandAtATime(t *testing.T) {
 	get()
 	require.Equal(t, 1, <-fx.Paused, "the first job's Expand is under way")
 	get() // a hit: its job wants the same levels
-	require.Eventually(t, func() bool {
-		s.mu.Lock()
-		defer s.mu.Unlock()
-		return s.running == 1 && s.jobs.len() == 0
-	}, 10*time.Second, time.Millisecond, "the second job ended while the first waits")
+	waitJobs(t, s, 1, "the second job ended while the first waits")
 	close(fx.Gate[1])
 	s.Idle()
 	assert.Equal(t, 1, fx.ExpandCalls())
