@@ -30,6 +30,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/metrics"
+	originclient "github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/originserver"
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
 	"github.com/lookahead-dev/lookahead/internal/tracing"
@@ -148,7 +149,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
-	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20)}
+	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), originclient.PermitKeepalive()}
 	// Certificates, key and client CAs re-read from their files: rotated
 	// ones serve new handshakes without a restart.
 	watched, err := o.tlsFiles.Watch(0)

@@ -57,8 +57,11 @@ type transportOptions struct {
 	// keepaliveTime is pinged, and cut when it does not answer within
 	// keepaliveTimeout.
 	keepaliveTime, keepaliveTimeout time.Duration
-	serverFiles                     tlsconfig.Server
-	originFiles                     tlsconfig.Client
+	// originKeepaliveTime and originKeepaliveTimeout: the same for the
+	// origin connection, while a call to it is open (origin.DialConfig).
+	originKeepaliveTime, originKeepaliveTimeout time.Duration
+	serverFiles                                 tlsconfig.Server
+	originFiles                                 tlsconfig.Client
 
 	serverTLS, originTLS *tls.Config       // loaded by finish; nil = plaintext
 	dialOptions          []grpc.DialOption // added to the origin connections' own (tracing's)
@@ -77,6 +80,8 @@ func (t *transportOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.maxConns, "max-connections", defaultMaxConns, "client connections each listener (TCP, unix socket) keeps open at once; one more waits, unaccepted, until one closes, so that what connections hold (each up to --max-concurrent-streams requests) is bounded by this flag and not by how many a peer opens; 0 = no limit")
 	fs.DurationVar(&t.keepaliveTime, "keepalive-time", 30*time.Second, "how long a client connection may be silent before the sidecar pings it; one that does not answer within --keepalive-timeout is cut, and what its calls held (a GetGraph's --max-walks place, a near cache's queue) is freed")
 	fs.DurationVar(&t.keepaliveTimeout, "keepalive-timeout", 10*time.Second, "how long a pinged client connection has to answer before the sidecar cuts it")
+	fs.DurationVar(&t.originKeepaliveTime, "origin-keepalive-time", 30*time.Second, "how long the origin connection may be silent, while a call to the origin is open (the change stream, an Expand), before the sidecar pings it; one that does not answer within --origin-keepalive-timeout is cut, so that an origin gone without closing the connection is found gone (its change stream reported down, its calls failed and retried) instead of looking alive until TCP gives up; at least 10s, 0 = no pings")
+	fs.DurationVar(&t.originKeepaliveTimeout, "origin-keepalive-timeout", 10*time.Second, "how long a pinged origin connection has to answer before the sidecar cuts it")
 	fs.StringVar(&t.serverFiles.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM); needs --tls-key; empty = plaintext")
 	fs.StringVar(&t.serverFiles.KeyFile, "tls-key", "", "private key (PEM) of --tls-cert")
 	fs.StringVar(&t.serverFiles.ClientCAFile, "tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS; needs --tls-cert")
@@ -128,6 +133,12 @@ func (t *transportOptions) finish() error {
 			errs = append(errs, fmt.Errorf("-%s %v: must be at least 1s", v.flag, v.d))
 		}
 	}
+	if t.originKeepaliveTime != 0 && t.originKeepaliveTime < origin.MinKeepaliveTime {
+		errs = append(errs, fmt.Errorf("-origin-keepalive-time %v: must be at least %v (gRPC pings no more often), or 0 for no pings", t.originKeepaliveTime, origin.MinKeepaliveTime))
+	}
+	if t.originKeepaliveTimeout < time.Second {
+		errs = append(errs, fmt.Errorf("-origin-keepalive-timeout %v: must be at least 1s", t.originKeepaliveTimeout))
+	}
 	if t.maxObjectBytes < 1 {
 		errs = append(errs, fmt.Errorf("-max-object-bytes %d: must be positive", t.maxObjectBytes))
 	}
@@ -173,7 +184,8 @@ func (t *transportOptions) watchTLS() (stop func(), err error) {
 
 // dial connects to the origin at target.
 func (t *transportOptions) dial(target string) (*grpc.ClientConn, error) {
-	return origin.Dial(target, origin.DialConfig{TLS: t.originTLS, MaxMessageBytes: int(t.maxMessageBytes), ReconnectMax: time.Second, Options: t.dialOptions})
+	return origin.Dial(target, origin.DialConfig{TLS: t.originTLS, MaxMessageBytes: int(t.maxMessageBytes), ReconnectMax: time.Second,
+		KeepaliveTime: t.originKeepaliveTime, KeepaliveTimeout: t.originKeepaliveTimeout, Options: t.dialOptions})
 }
 
 // maxHeaderBytes bounds the metadata of a request (HTTP/2

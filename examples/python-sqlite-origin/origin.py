@@ -233,7 +233,13 @@ def main():
     args = p.parse_args()
 
     svc = Origin(Store(args.db), max_ids=args.max_ids)
-    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32))
+    # Let sidecars ping every 10 s while a call (the Watch stream) is open,
+    # so that they can tell an origin that vanished from one with nothing
+    # to say (docs/origin.md, "Keepalive pings").
+    server = grpc.server(futures.ThreadPoolExecutor(max_workers=32), options=[
+        ("grpc.http2.min_ping_interval_without_data_ms", 10000),
+        ("grpc.http2.max_ping_strikes", 0),
+    ])
     origin_pb2_grpc.add_OriginServiceServicer_to_server(svc, server)
     port = server.add_insecure_port(args.listen)
     if port == 0:

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/keepalive"
 )
 
 // DialConfig says how to connect to the origin. Zero values take the
@@ -24,8 +25,29 @@ type DialConfig struct {
 	// connection; default 1s. gRPC's own default (120s) would leave the
 	// sidecar failing fast for up to two minutes after its origin is back.
 	ReconnectMax time.Duration
+	// KeepaliveTime and KeepaliveTimeout: while a call is open (a Watch
+	// stream, an Expand) and the connection has been silent for
+	// KeepaliveTime, it is pinged, and cut when no answer comes within
+	// KeepaliveTimeout: an origin gone without closing the connection (its
+	// host vanished, a partition) fails the calls at once, and a change
+	// stream is known to be down, instead of looking alive until TCP gives
+	// up. 0 = gRPC's own (no pings). gRPC pings no more often than every
+	// 10s; an origin must permit that (docs/origin.md).
+	KeepaliveTime, KeepaliveTimeout time.Duration
 	// Options are added to the connection's own (tracing's stats handler).
 	Options []grpc.DialOption
+}
+
+// MinKeepaliveTime is the shortest DialConfig.KeepaliveTime gRPC honours;
+// a shorter one is raised to it.
+const MinKeepaliveTime = 10 * time.Second
+
+// PermitKeepalive is the server option of an origin in Go that lets
+// sidecars ping it (DialConfig.KeepaliveTime): gRPC's own policy answers a
+// client that pings more often than every 5 minutes with GOAWAY
+// ("too_many_pings"), cutting its calls, a change stream among them.
+func PermitKeepalive() grpc.ServerOption {
+	return grpc.KeepaliveEnforcementPolicy(keepalive.EnforcementPolicy{MinTime: MinKeepaliveTime, PermitWithoutStream: true})
 }
 
 // DefaultMaxMessageBytes is DialConfig.MaxMessageBytes's default.
@@ -57,6 +79,10 @@ func Dial(target string, cfg DialConfig) (*grpc.ClientConn, error) {
 	if cfg.TLS != nil {
 		creds = credentials.NewTLS(cfg.TLS)
 	}
+	var ka []grpc.DialOption
+	if cfg.KeepaliveTime > 0 {
+		ka = append(ka, grpc.WithKeepaliveParams(keepalive.ClientParameters{Time: cfg.KeepaliveTime, Timeout: cfg.KeepaliveTimeout}))
+	}
 	bo := backoff.DefaultConfig
 	bo.BaseDelay = min(bo.BaseDelay, cfg.ReconnectMax/4)
 	bo.MaxDelay = cfg.ReconnectMax
@@ -70,7 +96,7 @@ func Dial(target string, cfg DialConfig) (*grpc.ClientConn, error) {
 		// UNAVAILABLE, and the read's retry goes to another.
 		grpc.WithDefaultServiceConfig(`{"loadBalancingConfig":[{"round_robin":{}}]}`),
 		grpc.WithResolvers(staticBuilder{}),
-	}, cfg.Options...)...)
+	}, append(ka, cfg.Options...)...)...)
 	if err != nil {
 		return nil, fmt.Errorf("origin dial %s: %w", target, err)
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/grpc/test/bufconn"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/origin"
 )
 
 // T is what Start and StartTCP need of a test: *testing.T, *testing.B
@@ -60,7 +61,7 @@ func (o *Origin) StartTCP(t T) string {
 // its handlers too, so that a test's leak check never finds one still
 // sending a large level to a client that went away.
 func (o *Origin) serve(t T, lis net.Listener) {
-	gs := grpc.NewServer(grpc.WaitForHandlers(true))
+	gs := grpc.NewServer(grpc.WaitForHandlers(true), origin.PermitKeepalive())
 	o.Register(gs)
 	done := make(chan struct{})
 	go func() {
