@@ -7,8 +7,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/experimental"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/bufpool"
 )
 
 // Client talks to one sidecar over one connection; it is safe for
@@ -47,6 +49,9 @@ func Dial(target string, opts ...Option) (*Client, error) {
 	if len(gopts) == 0 {
 		gopts = []grpc.DialOption{grpc.WithTransportCredentials(insecure.NewCredentials())}
 	}
+	// Received messages are read into buffers that are not cleared first
+	// (internal/bufpool); an option of the caller's may replace the pool.
+	gopts = append([]grpc.DialOption{experimental.WithBufferPool(new(bufpool.Pool))}, gopts...)
 	conn, err := grpc.NewClient(target, gopts...)
 	if err != nil {
 		return nil, fmt.Errorf("dialing %s: %w", target, err)

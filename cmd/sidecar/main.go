@@ -22,11 +22,13 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/reflection"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/bufpool"
 	"github.com/lookahead-dev/lookahead/internal/buildinfo"
 	"github.com/lookahead-dev/lookahead/internal/cache"
 	"github.com/lookahead-dev/lookahead/internal/coherence"
@@ -40,6 +42,10 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/server"
 	"github.com/lookahead-dev/lookahead/internal/tracing"
 )
+
+// Every gRPC buffer of the process, those of the proto codec included, comes
+// from a pool that does not clear what it hands out (see internal/bufpool).
+func init() { experimental.SetDefaultBufferPool(new(bufpool.Pool)) }
 
 type options struct {
 	cmd                                         flagconf.Command // --config, --check-config, --version, --log-level
