@@ -8,10 +8,12 @@ import (
 
 // lookup is what the cache answered for the ids of one request.
 type lookup struct {
-	byID       map[string]Result
-	need       []string          // to fetch now
-	revalidate []string          // answered stale, to refetch in the background
-	fallback   map[string]Result // stale copies to answer if the origin fails
+	ids        []string // the request's ids, without duplicates
+	results    []Result // per id of ids; Object nil = not answered (yet)
+	need       []string // to fetch now
+	revalidate []string // answered stale, to refetch in the background
+	fallback   []Result // per id of ids, the stale copy to answer if the origin fails; nil = none
+	fallbacks  int      // how many ids have one
 }
 
 // Get answers ids from the cache and fetches all misses of the request at
@@ -21,8 +23,7 @@ type lookup struct {
 // Config.
 func (f *Fetcher) Get(ctx context.Context, ids []string) (*Answer, error) {
 	a := &Answer{}
-	ids = dedupe(ids)
-	l := f.lookup(ids)
+	l := f.lookup(dedupe(ids))
 	if len(l.need) > 0 {
 		release, err := f.admit(ctx)
 		if err != nil {
@@ -31,26 +32,30 @@ func (f *Fetcher) Get(ctx context.Context, ids []string) (*Answer, error) {
 		got, err := f.demand(ctx, l.need)
 		release()
 		switch {
-		case err != nil && len(l.fallback) == len(l.need) && ctx.Err() == nil:
+		case err != nil && l.fallbacks == len(l.need) && ctx.Err() == nil:
 			// stale-if-error: every id the origin failed to answer has a copy.
-			for id, r := range l.fallback {
-				l.byID[id] = r
+			for i, r := range l.fallback {
+				if r.Object != nil {
+					l.results[i] = r
+				}
 			}
-			f.cfg.Metrics.StaleServed("error", len(l.fallback))
+			f.cfg.Metrics.StaleServed("error", l.fallbacks)
 		case err != nil:
 			return nil, err
 		}
-		for id, r := range got {
-			l.byID[id] = r
+		for i, id := range l.ids {
+			if r, ok := got[id]; ok {
+				l.results[i] = r
+			}
 		}
 	}
 	a.Revalidate = l.revalidate
-	a.Results = make([]Result, 0, len(l.byID))
-	for _, id := range ids {
-		if r, ok := l.byID[id]; ok {
+	a.Results = l.results[:0]
+	for i, r := range l.results { // in place: each result moves down, never up
+		if r.Object != nil {
 			a.Results = append(a.Results, r)
 		} else {
-			a.Missing = append(a.Missing, id)
+			a.Missing = append(a.Missing, l.ids[i])
 		}
 	}
 	return a, nil
@@ -58,9 +63,9 @@ func (f *Fetcher) Get(ctx context.Context, ids []string) (*Answer, error) {
 
 // lookup sorts ids by what the cache holds for them.
 func (f *Fetcher) lookup(ids []string) lookup {
-	l := lookup{byID: make(map[string]Result, len(ids))}
+	l := lookup{ids: ids, results: make([]Result, len(ids))}
 	trusted, beyond := f.trusted()
-	for _, id := range ids {
+	for i, id := range ids {
 		c, ok := f.cache.Get(id)
 		stale, age := c.Stale, c.StaleFor
 		if ok && !c.Negative && !trusted {
@@ -71,21 +76,22 @@ func (f *Fetcher) lookup(ids []string) lookup {
 			l.need = append(l.need, id)
 		case c.Negative:
 		case stale && trusted && age <= f.cfg.StaleWhileRevalidate:
-			l.byID[id] = Result{Object: c.Object, Status: StatusHit, Stale: true}
+			l.results[i] = Result{Object: c.Object, Status: StatusHit, Stale: true}
 			f.cfg.Metrics.StaleServed("revalidate", 1)
 			l.revalidate = append(l.revalidate, id)
 		case stale:
 			l.need = append(l.need, id)
 			if age <= f.cfg.StaleIfError {
 				if l.fallback == nil {
-					l.fallback = make(map[string]Result)
+					l.fallback = make([]Result, len(ids))
 				}
-				l.fallback[id] = Result{Object: c.Object, Status: StatusHit, Stale: true}
+				l.fallback[i] = Result{Object: c.Object, Status: StatusHit, Stale: true}
+				l.fallbacks++
 			}
 		case c.Tier == cache.TierPrefetch:
-			l.byID[id] = Result{Object: c.Object, Status: StatusHitPrefetched}
+			l.results[i] = Result{Object: c.Object, Status: StatusHitPrefetched}
 		default:
-			l.byID[id] = Result{Object: c.Object, Status: StatusHit}
+			l.results[i] = Result{Object: c.Object, Status: StatusHit}
 		}
 	}
 	return l
