@@ -113,7 +113,7 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.server.MaxObjects, "max-objects", 100000, "largest max_objects a request may ask for")
 	fs.IntVar(&o.server.MaxWalks, "max-walks", 64, "GetGraph streams served at once; beyond it new ones are refused RESOURCE_EXHAUSTED")
 	o.server.StreamBytes = 64 << 20
-	fs.Var((*byteSize)(&o.server.StreamBytes), "stream-memory-bytes", "bytes all GetGraph streams together hold for their clients (suffixes KiB, MiB, GiB); a walk under way waits for room, a new one is refused RESOURCE_EXHAUSTED while none is left")
+	fs.Var((*byteSize)(&o.server.StreamBytes), "stream-memory-bytes", "bytes all replies together hold for their clients until gRPC has written them: GetGraph messages, and Get and BatchGet replies of more than 1 KiB (suffixes KiB, MiB, GiB); a reply waits for room within its deadline, a new GetGraph is refused RESOURCE_EXHAUSTED while none is left")
 	fs.IntVar(&o.server.MaxOriginRequests, "max-origin-requests", 256, "Gets and BatchGets with an uncached id served at once, across all connections; more wait for a place (a request the cache answers whole never does)")
 	fs.IntVar(&o.server.MaxOriginWaiting, "max-origin-waiting", 4096, "requests waiting for one of --max-origin-requests places; beyond it new ones are refused RESOURCE_EXHAUSTED")
 	fs.DurationVar(&o.healthInterval, "health-interval", time.Second, "how often the origin's health is checked")
@@ -249,7 +249,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	// The request codec comes after the counting interceptors, so that a
 	// request that does not decode is counted with its INVALID_ARGUMENT.
 	gm := metrics.NewGRPCServer(reg)
-	sopts := append(server.Interceptors(gm), server.NewRequestCodec(o.server.MaxIDs).ServerOptions()...)
+	sopts := append(server.Interceptors(gm), svc.Codec().ServerOptions()...)
 	sopts = append(sopts, tr.ServerOptions()...)
 	sopts = append(sopts, grpc.Creds(svc.Credentials(o.transport.serverCredentials()))) // each connection a prefetch.Client
 	gs := grpc.NewServer(append(sopts, o.transport.serverOptions(o.server.MaxIDs)...)...)

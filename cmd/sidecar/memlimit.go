@@ -11,8 +11,8 @@ import (
 // these cache budgets, message limit and stream budget: twice the tiers'
 // budgets (an object's Go memory is about twice the Size the tiers charge:
 // W4 measured a live heap of 1.7× the budget) plus four origin messages in
-// flight plus twice the stream budget: what GetGraph streams may hold for
-// slow clients, and as much again that walks' Expands may hold ahead of
+// flight plus twice the stream budget: what replies may hold for slow
+// clients, and as much again that walks' Expands may hold ahead of
 // their streams (each walk's share of the budget).
 // Near it the garbage collector runs more often and returns freed memory
 // to the system, so a burst of large replies does not leave the process at

@@ -204,7 +204,7 @@ func RegisterUnread(reg prometheus.Registerer, unread func() (objects, bytes int
 // at every scrape.
 func RegisterStreamMemory(reg prometheus.Registerer, held func() int64) {
 	reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: namespace, Name: "stream_memory_bytes",
-		Help: "Bytes GetGraph streams hold for their clients now, of --stream-memory-bytes."},
+		Help: "Bytes replies (GetGraph messages, Get and BatchGet replies of more than 1 KiB) hold for their clients now, until gRPC has written them, of --stream-memory-bytes."},
 		func() float64 { return float64(held()) }))
 }
 

@@ -12,8 +12,6 @@ import (
 	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/status"
 
-	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
-
 	// The proto codec registers itself; RequestCodec wraps it.
 	_ "google.golang.org/grpc/encoding/proto"
 )
@@ -29,6 +27,8 @@ import (
 type RequestCodec struct {
 	proto   encoding.CodecV2
 	maxList int // entries of a list of strings; 0 = no limit
+
+	held *heldReplies // the server's replies (Server.Codec); nil = none
 
 	mu  sync.Mutex    // protects bad
 	bad map[any]error // messages that did not decode, until their interceptor takes them
@@ -60,15 +60,15 @@ func (c *RequestCodec) ServerOptions() []grpc.ServerOption {
 	}
 }
 
-// Marshal implements encoding.CodecV2. A GetGraph message of results
-// encoded as they arrived (graphMessage: unknown fields only) is its
-// bytes already: it goes as they are, where protobuf would copy them into a
-// buffer of its own first.
+// Marshal implements encoding.CodecV2. A reply of the server's (Server.reply)
+// is its bytes already: they go as they are, in a buffer that gives the
+// reply's budget back once gRPC has written them.
 func (c *RequestCodec) Marshal(v any) (mem.BufferSlice, error) {
-	if m, ok := v.(*lookaheadv1.GetGraphResponse); ok && len(m.GetResults()) == 0 && len(m.GetMissingIds()) == 0 {
-		if raw := m.ProtoReflect().GetUnknown(); len(raw) > 0 {
-			return mem.BufferSlice{mem.SliceBuffer(raw)}, nil
-		}
+	if r, ok := c.held.take(v); ok { // a reply holding its bytes of the budget (replies.go)
+		return r.buffers(), nil
+	}
+	if raw := encodedReply(v); raw != nil { // a small reply of the server's
+		return mem.BufferSlice{mem.SliceBuffer(raw)}, nil
 	}
 	return c.proto.Marshal(v)
 }

@@ -15,7 +15,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
-	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/origintest"
@@ -83,31 +82,6 @@ func TestUndecodableRequestIsInvalidArgument(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "a", resp.GetObject().GetId())
 	assert.Zero(t, r.codec.pending(), "nothing left behind")
-}
-
-// A GetGraph message of results encoded as they arrived goes out as the
-// bytes it was built of, not a copy, and they are what protobuf would
-// send; any other message is protobuf's.
-func TestGetGraphMessageIsSentAsItsBytes(t *testing.T) {
-	o := &graph.Object{ID: "a", Type: "task", Version: 3, Payload: []byte("p"), Refs: []graph.Ref{{Field: "next", ID: "b"}}}
-	m, err := graphMessage([]fetch.Result{{Object: o, Status: fetch.StatusMiss, Level: 1}})
-	require.NoError(t, err)
-	c := NewRequestCodec(0)
-	got, err := c.Marshal(m)
-	require.NoError(t, err)
-	raw := m.ProtoReflect().GetUnknown()
-	require.Len(t, got, 1)
-	assert.Same(t, &raw[0], &got[0].ReadOnlyData()[0], "the message's own bytes, not a copy")
-	want, err := proto.Marshal(m)
-	require.NoError(t, err)
-	assert.Equal(t, want, got.Materialize())
-
-	other := &lookaheadv1.GetGraphResponse{MissingIds: []string{"x"}}
-	got, err = c.Marshal(other)
-	require.NoError(t, err)
-	want, err = proto.Marshal(other)
-	require.NoError(t, err)
-	assert.Equal(t, want, got.Materialize())
 }
 
 // TestLongListsAreRefusedBeforeDecoding: a request whose list of ids,

@@ -160,7 +160,8 @@ func TestReadmeErrorsTable(t *testing.T) {
 		{"`RESOURCE_EXHAUSTED`", "a BatchGet whose objects take more"},           // limits_test.go: TestBatchGetReplyOverTheLimitIsRefused
 		{"`RESOURCE_EXHAUSTED`", "a Subscribe while 1024 near-cache"},            // hostile_subscribe_test.go: TestSubscribersBeyondTheLimitAreRefused
 		{"`RESOURCE_EXHAUSTED`", "a GetGraph while `--max-walks`"},               // server_test.go: TestGetGraphFloodIsRefused
-		{"`RESOURCE_EXHAUSTED`", "a GetGraph while the streams under way hold"},  // streams_test.go: TestStreamMemoryIsBounded
+		{"`RESOURCE_EXHAUSTED`", "a GetGraph while replies not yet read hold"},   // streams_test.go: TestStreamMemoryIsBounded
+		{"`RESOURCE_EXHAUSTED`", "a Get or BatchGet reply of more than 1 KiB"},   // replies_test.go: TestRepliesAClientDoesNotReadAreBounded
 		{"`RESOURCE_EXHAUSTED`", "a Get or BatchGet with an id the cache"},       // admission_test.go: TestOriginRequestsAreAdmitted
 	}
 	rows := readmeErrors(t)

@@ -1,23 +1,23 @@
 package server
 
 import (
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/encoding/protowire"
-	"google.golang.org/protobuf/reflect/protoreflect"
+	"google.golang.org/protobuf/proto"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/fetch"
+	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/graph/graphpb"
 )
 
-// A GetGraph message is encoded here as its results arrive, each object as
-// the bytes it came from the origin in (graph.Object.Wire) when it has them,
-// rather than converted to protobuf messages and encoded by gRPC: a cold
-// walk then never encodes an object. The encoded results are the message's
-// unknown fields, which protobuf writes out verbatim, so on the wire it is
-// the message with its results set (the reference origin sends its replies
-// the same way).
+// Replies (a Get's, a BatchGet's, each message of a GetGraph stream) are
+// encoded here, each object as the bytes it came from the origin in
+// (graph.Object.Wire) when it has them, rather than converted to protobuf
+// messages and encoded by gRPC: a cold walk then never encodes an object.
+// The encoded fields are the reply message's unknown fields, which
+// protobuf writes out verbatim, so on the wire it is the message with its
+// fields set (the reference origin sends its replies the same way; see
+// replies.go for what they hold meanwhile).
 
 var (
 	graphResults = graphpb.FieldNumber(&lookaheadv1.GetGraphResponse{}, "results")
@@ -31,10 +31,9 @@ var (
 // tag and length, and the object's, status's, level's and stale's fields.
 const resultOverhead = 24
 
-// graphMessage is the GetGraph message of rs, encoded into one buffer
-// sized up front (an object's wire bytes when it has them, else its Size,
-// which is more), so that it is not grown and copied result by result.
-func graphMessage(rs []fetch.Result) (*lookaheadv1.GetGraphResponse, error) {
+// resultsSize bounds the bytes of rs encoded as results: each object's
+// wire bytes when it has them, else its Size, which is more.
+func resultsSize(rs []fetch.Result) int {
 	n := 0
 	for _, r := range rs {
 		if r.Object.Wire != nil {
@@ -43,27 +42,16 @@ func graphMessage(rs []fetch.Result) (*lookaheadv1.GetGraphResponse, error) {
 			n += int(r.Object.Size()) + resultOverhead
 		}
 	}
-	raw := make([]byte, 0, n)
-	for _, r := range rs {
-		var err error
-		if raw, err = appendResult(raw, r); err != nil {
-			return nil, status.Errorf(codes.Internal, "encoding object %q: %v", r.Object.ID, err)
-		}
-	}
-	m := &lookaheadv1.GetGraphResponse{}
-	m.ProtoReflect().SetUnknown(protoreflect.RawFields(raw))
-	return m, nil
+	return n
 }
 
-// appendResult appends r as one more result, its fields in the order
-// proto.Marshal writes them, zero values left out.
-func appendResult(b []byte, r fetch.Result) ([]byte, error) {
-	obj, err := graphpb.Encoded(r.Object)
-	if err != nil {
-		return nil, err
-	}
+// appendResult appends r as one more result, in field results of its
+// message, its fields in the order proto.Marshal writes them, zero values
+// left out.
+func appendResult(b []byte, results protowire.Number, r fetch.Result) ([]byte, error) {
+	obj := encodeObject(r.Object)
 	status, level := uint64(cacheStatus(r.Status)), uint64(r.Level)
-	n := protowire.SizeTag(resultObject) + protowire.SizeBytes(len(obj))
+	n := protowire.SizeTag(resultObject) + protowire.SizeBytes(obj.size)
 	if status != 0 {
 		n += protowire.SizeTag(resultStatus) + protowire.SizeVarint(status)
 	}
@@ -73,10 +61,13 @@ func appendResult(b []byte, r fetch.Result) ([]byte, error) {
 	if r.Stale {
 		n += protowire.SizeTag(resultStale) + 1
 	}
-	b = protowire.AppendTag(b, graphResults, protowire.BytesType)
+	b = protowire.AppendTag(b, results, protowire.BytesType)
 	b = protowire.AppendVarint(b, uint64(n))
 	b = protowire.AppendTag(b, resultObject, protowire.BytesType)
-	b = protowire.AppendBytes(b, obj)
+	b, err := obj.append(b)
+	if err != nil {
+		return nil, err
+	}
 	if status != 0 {
 		b = protowire.AppendTag(b, resultStatus, protowire.VarintType)
 		b = protowire.AppendVarint(b, status)
@@ -90,4 +81,30 @@ func appendResult(b []byte, r fetch.Result) ([]byte, error) {
 		b = protowire.AppendVarint(b, 1)
 	}
 	return b, nil
+}
+
+// encodedObject is an object about to be appended to a message: the bytes
+// it came from the origin in, or, for one decoded otherwise (a BatchGet's),
+// its protobuf message, encoded straight into the message's buffer.
+type encodedObject struct {
+	wire []byte
+	msg  *lookaheadv1.Object
+	size int
+}
+
+func encodeObject(o *graph.Object) encodedObject {
+	if o.Wire != nil {
+		return encodedObject{wire: o.Wire, size: len(o.Wire)}
+	}
+	m := graphpb.ToProto(o)
+	return encodedObject{msg: m, size: proto.Size(m)}
+}
+
+// append appends the object's length and bytes to b.
+func (e encodedObject) append(b []byte) ([]byte, error) {
+	b = protowire.AppendVarint(b, uint64(e.size))
+	if e.msg == nil {
+		return append(b, e.wire...), nil
+	}
+	return proto.MarshalOptions{UseCachedSize: true}.MarshalAppend(b, e.msg)
 }

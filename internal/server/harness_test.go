@@ -130,7 +130,7 @@ func newRig(t testing.TB, objs []*graph.Object, o rigOptions) *rig {
 	svc.EnableNear(hub)
 	gm := metrics.NewGRPCServer(reg)
 	_, dial := serveDialer(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) },
-		append(Interceptors(gm), grpc.Creds(svc.Credentials(insecure.NewCredentials())))...)
+		append(append(Interceptors(gm), svc.Codec().ServerOptions()...), grpc.Creds(svc.Credentials(insecure.NewCredentials())))...)
 	t.Cleanup(func() { e.Close(); c.Close() })
 	return &rig{client: lookaheadv1.NewSidecarServiceClient(dial()), dial: dial, hub: hub, m: m, reg: reg, originGRPC: ogs,
 		origin: lookaheadv1.NewOriginServiceClient(occ), cache: c, svc: svc}

@@ -71,7 +71,7 @@ func newHostileRigCache(t testing.TB, o *origintest.Origin, cfg origin.Config, c
 	hub, err := near.New(near.Config{}, reg)
 	require.NoError(t, err)
 	svc.EnableNear(hub)
-	codec := NewRequestCodec(svc.cfg.MaxIDs)
+	codec := svc.Codec()
 	_, dial := serveDialer(t, func(gs *grpc.Server) { lookaheadv1.RegisterSidecarServiceServer(gs, svc) },
 		append(append(Interceptors(metrics.NewGRPCServer(reg)), codec.ServerOptions()...), opts...)...)
 	t.Cleanup(func() { e.Close(); c.Close() })

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 
 	"go.opentelemetry.io/otel/trace"
 	"google.golang.org/grpc/codes"
@@ -36,8 +37,9 @@ type Config struct {
 	// the sidecar's memory and origin connections from everyone else (a Get
 	// that hits never waits for them); default 64.
 	MaxWalks int
-	// StreamBytes bounds the bytes all GetGraph streams together hold for
-	// their clients (see streamMemory); default 64 MiB.
+	// StreamBytes bounds the bytes all replies together hold for their
+	// clients until gRPC has written them (see streamMemory and
+	// replies.go); default 64 MiB.
 	StreamBytes int64
 	// MaxOriginRequests bounds the Gets and BatchGets with an uncached id
 	// served at once, across all connections; beyond it they wait, up to
@@ -143,6 +145,8 @@ type Server struct {
 	log     *slog.Logger
 	walks   chan struct{} // one token per GetGraph being served
 	streams *streamMemory
+	held    heldReplies // replies holding stream memory until gRPC has written them
+	codec   atomic.Bool // Codec was called: its codec takes held replies back
 	misses  *misses
 	near    *near.Hub // nil unless EnableNear
 }
@@ -193,8 +197,11 @@ func (s *Server) Get(ctx context.Context, req *lookaheadv1.GetRequest) (*lookahe
 	if len(a.Results) == 0 {
 		return nil, status.Errorf(codes.NotFound, "object %q not found", req.GetId())
 	}
-	r := a.Results[0]
-	return &lookaheadv1.GetResponse{Object: graphpb.ToProto(r.Object), Status: cacheStatus(r.Status), Stale: r.Stale}, nil
+	resp := &lookaheadv1.GetResponse{}
+	if err := s.reply(ctx, resp, replyOf{get: true, rs: a.Results[:1]}); err != nil {
+		return nil, err
+	}
+	return resp, nil
 }
 
 // BatchGet implements lookaheadv1.SidecarServiceServer.
@@ -217,9 +224,9 @@ func (s *Server) BatchGet(ctx context.Context, req *lookaheadv1.BatchGetRequest)
 		return nil, status.Errorf(codes.ResourceExhausted, "the %d objects asked for take %d bytes, more than a reply may (%d, --max-message-bytes): ask for fewer ids at a time",
 			len(a.Results), n, s.cfg.MaxReplyBytes)
 	}
-	resp := &lookaheadv1.BatchGetResponse{Results: make([]*lookaheadv1.Result, len(a.Results)), MissingIds: a.Missing}
-	for i, r := range a.Results {
-		resp.Results[i] = result(r)
+	resp := &lookaheadv1.BatchGetResponse{}
+	if err := s.reply(ctx, resp, replyOf{results: batchResults, rs: a.Results, missing: a.Missing}); err != nil {
+		return nil, err
 	}
 	return resp, nil
 }

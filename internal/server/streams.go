@@ -12,14 +12,15 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 )
 
-// streamMemory is the sidecar-wide budget of the bytes GetGraph streams
-// hold for their clients: a message's objects from when the stream takes
-// them from its walk until gRPC has taken the message. A slow client keeps
-// its stream's Send waiting, and with it the message; without a budget
-// every slow client could hold ChunkBytes of the sidecar's memory, each
-// walk as much as another. A walk under way waits for room (until its
-// deadline); a new one is refused while the budget is spent, as beyond
-// MaxWalks. Gets and BatchGets take nothing from it: a hit never waits.
+// streamMemory is the sidecar-wide budget of the bytes replies hold for
+// their clients: a GetGraph message's, or a Get's or BatchGet's of more
+// than 1 KiB, from before it is encoded until gRPC has written it to the
+// connection (replies.go). A client that does not read keeps its streams'
+// replies queued in gRPC; without a budget each of them could hold up to
+// the largest message, as many as streams are open. A reply waits for room
+// (until its deadline); a new walk is refused while the budget is spent,
+// as beyond MaxWalks. A reply of at most 1 KiB takes nothing from it: a
+// hit on a small object never waits.
 type streamMemory struct {
 	sem   *semaphore.Weighted
 	limit int64
@@ -53,8 +54,8 @@ func (m *streamMemory) hold(ctx context.Context, n int64) (release func(), err e
 	}, nil
 }
 
-// StreamMemory is the bytes GetGraph streams hold now, of
-// Config.StreamBytes (lookahead_stream_memory_bytes).
+// StreamMemory is the bytes replies hold now, of Config.StreamBytes
+// (lookahead_stream_memory_bytes).
 func (s *Server) StreamMemory() int64 { return s.streams.held.Load() }
 
 // admitWalk takes one of MaxWalks places for a GetGraph stream, or refuses
@@ -67,7 +68,7 @@ func (s *Server) admitWalk() (done func(), err error) {
 	}
 	if s.streams.spent() {
 		<-s.walks
-		return nil, status.Errorf(codes.ResourceExhausted, "GetGraph streams hold %d bytes, the limit (--stream-memory-bytes): retry later", s.cfg.StreamBytes)
+		return nil, status.Errorf(codes.ResourceExhausted, "replies not yet read by their clients hold %d bytes, the limit (--stream-memory-bytes): retry later", s.cfg.StreamBytes)
 	}
 	return func() { <-s.walks }, nil
 }
@@ -77,17 +78,12 @@ func (s *Server) admitWalk() (done func(), err error) {
 // budget from before it is built until gRPC has taken it.
 func (s *Server) sendLevel(stream lookaheadv1.SidecarService_GetGraphServer, rs []fetch.Result) error {
 	for len(rs) > 0 {
-		n, bytes := s.chunk(rs)
-		release, err := s.streams.hold(stream.Context(), bytes)
-		if err != nil {
+		n := s.chunk(rs)
+		msg := &lookaheadv1.GetGraphResponse{}
+		if err := s.reply(stream.Context(), msg, replyOf{results: graphResults, rs: rs[:n]}); err != nil {
 			return err
 		}
-		msg, err := graphMessage(rs[:n])
-		if err == nil {
-			err = stream.Send(msg)
-		}
-		release()
-		if err != nil {
+		if err := stream.Send(msg); err != nil {
 			return err
 		}
 		rs = rs[n:]
@@ -95,12 +91,12 @@ func (s *Server) sendLevel(stream lookaheadv1.SidecarService_GetGraphServer, rs 
 	return nil
 }
 
-// chunk counts the objects at the start of rs that make one message, and
-// their bytes.
-func (s *Server) chunk(rs []fetch.Result) (n int, bytes int64) {
+// chunk counts the objects at the start of rs that make one message.
+func (s *Server) chunk(rs []fetch.Result) (n int) {
+	var bytes int64
 	for n < len(rs) && n < s.cfg.ChunkObjects && bytes < int64(s.cfg.ChunkBytes) {
 		bytes += rs[n].Object.Size()
 		n++
 	}
-	return n, bytes
+	return n
 }
