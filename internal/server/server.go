@@ -334,10 +334,6 @@ func replyBytes(rs []fetch.Result) int64 {
 	return n
 }
 
-func result(r fetch.Result) *lookaheadv1.Result {
-	return &lookaheadv1.Result{Object: graphpb.ToProto(r.Object), Status: cacheStatus(r.Status), Level: uint32(r.Level), Stale: r.Stale}
-}
-
 func cacheStatus(s fetch.Status) lookaheadv1.CacheStatus {
 	switch s {
 	case fetch.StatusMiss:
