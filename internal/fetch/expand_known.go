@@ -12,24 +12,43 @@ import (
 // that sends out of order from costing a scan of the level per object.
 const lookAhead = 256
 
+// maxKnownIDs bounds the known_ids of an Expand whatever the origin takes:
+// what finding them costs (a cache lookup each) and what they add to the
+// request (an id each).
+const maxKnownIDs = 4096
+
+// knownLimit is how many known_ids an Expand may carry: as many as the
+// origin said it takes (its Describe's max_ids, up to maxKnownIDs), else
+// BatchSize, since an origin takes at least that many ids per request
+// (docs/origin.md).
+func (f *Fetcher) knownLimit() int {
+	if k, ok := f.expander.(interface{ MaxKnown() int }); ok {
+		if m := k.MaxKnown(); m > f.cfg.BatchSize {
+			return min(m, maxKnownIDs)
+		}
+	}
+	return f.cfg.BatchSize
+}
+
 // heldBelow returns the fresh objects the cache holds in the subgraph below
 // roots, roots included, as far as it can be walked through held objects by
-// b's rules: the known_ids of an Expand. At most BatchSize of them, since an
-// origin takes at least that many ids per request (docs/origin.md). None
+// b's rules: the known_ids of an Expand, at most knownLimit of them. None
 // when cached copies cannot be trusted to be fresh: the origin must send
-// them again then. A held object that lies only below an object not held
-// cannot be found without the origin, and may be sent again.
+// them again then. A held object that lies only below an object not held,
+// or beyond the limit, cannot be named to the origin, and may be sent
+// again.
 func (f *Fetcher) heldBelow(roots []string, b graph.Budget) map[string]*graph.Object {
 	if trusted, _ := f.trusted(); !trusted || !slices.ContainsFunc(roots, f.holds) {
 		return nil // nothing held, or nothing below a root held to walk through
 	}
+	limit := f.knownLimit()
 	var known map[string]*graph.Object
 	t := graph.NewTraversal(roots, b)
-	for !t.Done() && len(known) < f.cfg.BatchSize {
+	for !t.Done() && len(known) < limit {
 		var held []*graph.Object
 		for _, id := range t.Pending() {
 			o, ok := f.cache.Peek(id)
-			if !ok || o == nil || len(known) == f.cfg.BatchSize {
+			if !ok || o == nil || len(known) == limit {
 				continue
 			}
 			if known == nil {

@@ -92,3 +92,39 @@ func TestExpansionOfWhatIsHeldAsksNothing(t *testing.T) {
 	assert.Len(t, x.known, len(objs))
 	assert.Zero(t, x.awaited())
 }
+
+// limitedExpander is an Expander whose origin reports how many known_ids
+// an Expand may carry (Describe's max_ids).
+type limitedExpander struct {
+	*fetchtest.Expander
+	maxKnown int
+}
+
+func (l limitedExpander) MaxKnown() int { return l.maxKnown }
+
+// The known_ids of an Expand stop at --batch-size (256 here), the least
+// an origin takes, unless the origin said it takes more; then at what it
+// said, up to maxKnownIDs.
+func TestKnownIDsStopAtWhatTheOriginTakes(t *testing.T) {
+	objs := fetchtest.Tree(t, 4, 6) // 1365 objects
+	for _, tt := range []struct {
+		name     string
+		maxKnown int
+		want     int
+	}{
+		{"not reported", 0, 256},
+		{"fewer than the batch size", 100, 256},
+		{"1000", 1000, 1000},
+		{"more than there are", 10000, len(objs)},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := limitedExpander{&fetchtest.Expander{Origin: fetchtest.NewOrigin(objs)}, tt.maxKnown}
+			r := newRig(t, fx, Config{BatchSize: 256}, cache.Config{})
+			r.f.fill(objs, nil, toMain, r.c.Changes())
+			x := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 6}, true)
+			assert.Len(t, x.known, tt.want)
+			require.NoError(t, x.Run(context.Background()))
+			assert.Equal(t, len(objs)-tt.want, len(fx.SentIDs()), "what was not named was sent again")
+		})
+	}
+}

@@ -67,6 +67,15 @@ func (f fetching) BatchGet(ctx context.Context, ids []string) ([]*graph.Object, 
 	return found, missing, err
 }
 
+// MaxKnown forwards the origin's limit on an Expand's known_ids (see
+// fetch.Fetcher's heldBelow); 0 when it has none.
+func (f fetching) MaxKnown() int {
+	if k, ok := f.Origin.(interface{ MaxKnown() int }); ok {
+		return k.MaxKnown()
+	}
+	return 0
+}
+
 func (f fetching) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
 	spec := speculative(ctx)
 	return f.Origin.Expand(ctx, roots, known, b, func(level int, objs []*graph.Object, missing []string) error {

@@ -61,7 +61,14 @@ type Client struct {
 	// a failure is evidence against the origin only if none was answered
 	// while it was under way (see roundTrip).
 	answered atomic.Uint64
+	// maxIDs is the max_ids the origin last reported (Describe); 0 = none.
+	maxIDs atomic.Int64
 }
+
+// MaxKnown is how many known_ids one Expand may carry, as the origin last
+// reported (Describe's max_ids, asked at every health probe); 0 = not
+// reported: then the contract's minimum holds (docs/origin.md).
+func (c *Client) MaxKnown() int { return int(c.maxIDs.Load()) }
 
 // New wraps a connection to an origin.
 func New(cc grpc.ClientConnInterface, cfg Config, m *metrics.Set) (*Client, error) {

@@ -39,6 +39,7 @@ func (c *Client) Describe(ctx context.Context) (Description, error) {
 		return Description{}, fmt.Errorf("origin describe: %w", unsupported(err))
 	}
 	l := resp.GetLimits()
+	c.maxIDs.Store(int64(l.GetMaxIds()))
 	return Description{
 		DatasetID: resp.GetDatasetId(),
 		Expand:    resp.GetExpand(), Watch: resp.GetWatch(), Writes: resp.GetWrites(),

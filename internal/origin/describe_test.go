@@ -51,8 +51,10 @@ func TestDescribeAndHealth(t *testing.T) {
 		Limits: &lookaheadv1.OriginLimits{MaxIds: 10, MaxDepth: 2, MaxObjects: 99},
 	}}, origin.Config{Retries: -1}, func(hs *health.Server) { hs.SetServingStatus("", healthpb.HealthCheckResponse_NOT_SERVING) })
 	ctx := context.Background()
+	assert.Zero(t, r.client.MaxKnown(), "not reported yet")
 	d, err := r.client.Describe(ctx)
 	require.NoError(t, err)
+	assert.Equal(t, 10, r.client.MaxKnown(), "an Expand's known_ids, as the origin last said")
 	assert.Equal(t, "ds-1", d.DatasetID)
 	assert.True(t, d.Expand)
 	assert.False(t, d.Watch)

@@ -45,6 +45,30 @@ type Router struct {
 	noExpand []atomic.Bool // by route: its origin answered Expand UNIMPLEMENTED
 }
 
+// MaxKnown is the fewest known_ids one Expand may carry over the routes'
+// origins (Client.MaxKnown): 0 when one of them did not report it.
+func (r *Router) MaxKnown() int {
+	least := 0
+	for i, rt := range r.routes {
+		m := maxKnown(rt.Origin)
+		if m == 0 {
+			return 0
+		}
+		if i == 0 || m < least {
+			least = m
+		}
+	}
+	return least
+}
+
+// maxKnown is o's MaxKnown, or 0 when it has none.
+func maxKnown(o any) int {
+	if k, ok := o.(interface{ MaxKnown() int }); ok {
+		return k.MaxKnown()
+	}
+	return 0
+}
+
 // NewRouter checks routes: at least one, prefixes distinct.
 func NewRouter(routes []Route) (*Router, error) {
 	if len(routes) == 0 {

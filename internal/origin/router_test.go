@@ -233,3 +233,22 @@ func TestRouterAnOriginWithoutExpandLeavesItsRootsToBatchGet(t *testing.T) {
 	l := collect(t, r, []string{"orders/1"}, 1)
 	assert.Empty(t, l.objs, "not an error: the engine keeps Expand for the other origins")
 }
+
+// knowing is a mapOrigin that reports how many known_ids it takes.
+type knowing struct {
+	*mapOrigin
+	max int
+}
+
+func (k knowing) MaxKnown() int { return k.max }
+
+// A router takes as many known_ids as the least of its origins, and none
+// beyond the contract's minimum when one of them does not say.
+func TestRouterMaxKnownIsTheLeastOfItsOrigins(t *testing.T) {
+	r, err := origin.NewRouter([]origin.Route{{Prefix: "a/", Origin: knowing{newMapOrigin(), 500}}, {Origin: knowing{newMapOrigin(), 300}}})
+	require.NoError(t, err)
+	assert.Equal(t, 300, r.MaxKnown())
+	r, err = origin.NewRouter([]origin.Route{{Prefix: "a/", Origin: knowing{newMapOrigin(), 500}}, {Origin: newMapOrigin()}})
+	require.NoError(t, err)
+	assert.Zero(t, r.MaxKnown())
+}
