@@ -4,6 +4,7 @@ import (
 	"context"
 	"io"
 	"log/slog"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -110,4 +111,24 @@ func dialSidecar(t *testing.T, addr string) lookaheadv1.SidecarServiceClient {
 	require.NoError(t, err)
 	t.Cleanup(func() { cc.Close() })
 	return lookaheadv1.NewSidecarServiceClient(cc)
+}
+
+// TestSilentConnectionIsCutBeforeItsHandshake: a peer that opens a TCP
+// connection and never speaks holds one of --max-connections places until
+// the sidecar gives up on its handshake (--keepalive-timeout, where gRPC's
+// own wait is two minutes); then a client that waited is served.
+func TestSilentConnectionIsCutBeforeItsHandshake(t *testing.T) {
+	o := origintest.New(&graph.Object{ID: "a"})
+	addr, _ := startSidecar(t, "--origin", o.StartTCP(t), "--max-connections", "1", "--keepalive-timeout", "1s")
+	silent, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	defer silent.Close()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, err = dialSidecar(t, addr).Get(ctx, &lookaheadv1.GetRequest{Id: "a"}, grpc.WaitForReady(true))
+	require.NoError(t, err, "served once the silent connection was cut")
+	require.NoError(t, silent.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err = io.ReadAll(silent) // the sidecar's settings, then the end
+	assert.NoError(t, err, "the sidecar closed the silent connection")
 }

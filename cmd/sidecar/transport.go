@@ -79,7 +79,7 @@ func (t *transportOptions) register(fs *flag.FlagSet) {
 	fs.IntVar(&t.maxStreams, "max-concurrent-streams", defaultMaxStreams, "requests (calls and streams) one client connection may have in progress at once (HTTP/2 MAX_CONCURRENT_STREAMS); more wait in that client, so that one application's flood of misses cannot take the cores other connections' hits need; 0 = no limit")
 	fs.IntVar(&t.maxConns, "max-connections", defaultMaxConns, "client connections each listener (TCP, unix socket) keeps open at once; one more waits, unaccepted, until one closes, so that what connections hold (each up to --max-concurrent-streams requests) is bounded by this flag and not by how many a peer opens; 0 = no limit")
 	fs.DurationVar(&t.keepaliveTime, "keepalive-time", 30*time.Second, "how long a client connection may be silent before the sidecar pings it; one that does not answer within --keepalive-timeout is cut, and what its calls held (a GetGraph's --max-walks place, a near cache's queue) is freed")
-	fs.DurationVar(&t.keepaliveTimeout, "keepalive-timeout", 10*time.Second, "how long a pinged client connection has to answer before the sidecar cuts it")
+	fs.DurationVar(&t.keepaliveTimeout, "keepalive-timeout", 10*time.Second, "how long a pinged client connection has to answer before the sidecar cuts it, and a new one to finish its handshake (TLS, HTTP/2) before it is closed")
 	fs.DurationVar(&t.originKeepaliveTime, "origin-keepalive-time", 30*time.Second, "how long the origin connection may be silent, while a call to the origin is open (the change stream, an Expand), before the sidecar pings it; one that does not answer within --origin-keepalive-timeout is cut, so that an origin gone without closing the connection is found gone (its change stream reported down, its calls failed and retried) instead of looking alive until TCP gives up; at least 10s, 0 = no pings")
 	fs.DurationVar(&t.originKeepaliveTimeout, "origin-keepalive-timeout", 10*time.Second, "how long a pinged origin connection has to answer before the sidecar cuts it")
 	fs.StringVar(&t.serverFiles.CertFile, "tls-cert", "", "serve TLS with this certificate chain (PEM); needs --tls-key; empty = plaintext")
@@ -201,6 +201,10 @@ func (t *transportOptions) serverOptions(maxIDs int) []grpc.ServerOption {
 		// gRPC's own pings a silent client after two hours: a client gone
 		// without closing its connection would hold its calls till then.
 		grpc.KeepaliveParams(keepalive.ServerParameters{Time: t.keepaliveTime, Timeout: t.keepaliveTimeout}),
+		// A connection that has not finished its handshake (TLS, HTTP/2
+		// preface and settings) within the same time is closed: gRPC's own
+		// wait is two minutes, each holding one of --max-connections.
+		grpc.ConnectionTimeout(t.keepaliveTimeout),
 		grpc.MaxConcurrentStreams(uint32(t.maxStreams))} // 0 is gRPC's own "no limit"
 	return opts
 }
