@@ -25,6 +25,7 @@ import (
 	"google.golang.org/grpc/experimental"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/keepalive"
 	"google.golang.org/grpc/reflection"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
@@ -52,11 +53,15 @@ type options struct {
 	social                                             socialOptions
 	server                                             originserver.Config
 	drainTimeout                                       time.Duration
-	tlsFiles                                           tlsconfig.Server
-	tls                                                *tls.Config // loaded from tlsFiles; nil = plaintext
-	pg                                                 pgOptions
-	registry                                           registry // nil: a new prometheus.Registry; tests pass one that records
-	tracing                                            tracing.Config
+	// keepaliveTime and keepaliveTimeout: a client connection (a sidecar's)
+	// silent for keepaliveTime is pinged, and cut when it does not answer
+	// within keepaliveTimeout, as is one whose handshake takes longer.
+	keepaliveTime, keepaliveTimeout time.Duration
+	tlsFiles                        tlsconfig.Server
+	tls                             *tls.Config // loaded from tlsFiles; nil = plaintext
+	pg                              pgOptions
+	registry                        registry // nil: a new prometheus.Registry; tests pass one that records
+	tracing                         tracing.Config
 }
 
 // registry is where run registers every collector, and what /metrics serves.
@@ -100,6 +105,8 @@ func parseFlags(args []string) (*options, error) {
 	fs.StringVar(&o.tlsFiles.KeyFile, "tls-key", "", "private key (PEM) of --tls-cert")
 	fs.StringVar(&o.tlsFiles.ClientCAFile, "tls-client-ca", "", "require client certificates signed by these CAs (PEM): mutual TLS; needs --tls-cert")
 	fs.DurationVar(&o.drainTimeout, "drain-timeout", 10*time.Second, "graceful stop limit before in-flight requests are cut")
+	fs.DurationVar(&o.keepaliveTime, "keepalive-time", 30*time.Second, "how long a client connection may be silent before the origin pings it; one that does not answer within --keepalive-timeout is cut, and its calls (a sidecar's change stream) end")
+	fs.DurationVar(&o.keepaliveTimeout, "keepalive-timeout", 10*time.Second, "how long a pinged client connection has to answer before the origin cuts it, and a new one to finish its handshake (TLS, HTTP/2) before it is closed")
 	o.cmd.Register(fs)
 	fs.StringVar(&o.tracing.Endpoint, "otlp-endpoint", "", "send OpenTelemetry traces of every request, continuing the caller's trace, to this OTLP/gRPC collector: http://host:4317 (plaintext) or https://…; empty = no tracing")
 	if err := o.cmd.Parse(fs, args); err != nil || o.cmd.Version {
@@ -155,7 +162,12 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
-	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), originclient.PermitKeepalive()}
+	sopts := []grpc.ServerOption{grpc.MaxRecvMsgSize(64 << 20), originclient.PermitKeepalive(),
+		// gRPC's own pings a silent client after two hours: a sidecar gone
+		// without closing its connection (its node lost) would hold its
+		// change stream till then, one per pod that ever ran.
+		grpc.KeepaliveParams(keepalive.ServerParameters{Time: o.keepaliveTime, Timeout: o.keepaliveTimeout}),
+		grpc.ConnectionTimeout(o.keepaliveTimeout)}
 	// Certificates, key and client CAs re-read from their files: rotated
 	// ones serve new handshakes without a restart.
 	watched, err := o.tlsFiles.Watch(0)

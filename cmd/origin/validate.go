@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/flagconf"
 )
@@ -54,6 +55,14 @@ func (o *options) finish() error {
 	}
 	if o.drainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("-drain-timeout %v: must not be negative", o.drainTimeout))
+	}
+	for _, v := range []struct {
+		flag string
+		d    time.Duration
+	}{{"keepalive-time", o.keepaliveTime}, {"keepalive-timeout", o.keepaliveTimeout}} {
+		if v.d < time.Second {
+			errs = append(errs, fmt.Errorf("-%s %v: must be at least 1s", v.flag, v.d))
+		}
 	}
 	var err error
 	if o.tls, err = o.tlsFiles.Load(); err != nil {

@@ -45,6 +45,8 @@ var badValues = map[string][]flagconftest.Bad{
 	"log-level":              {{"loud", `-log-level "loud": want debug, info, warn or error`}},
 	"otlp-endpoint":          {{"collector:4317", `otlp endpoint "collector:4317": want http://host:port`}, {"ftp://c:21", "want http://host:port"}},
 	"drain-timeout":          {{"-1s", "-drain-timeout -1s: must not be negative"}},
+	"keepalive-time":         {{"500ms", "-keepalive-time 500ms: must be at least 1s"}},
+	"keepalive-timeout":      {{"0s", "-keepalive-timeout 0s: must be at least 1s"}},
 	"config":                 {{"/nonexistent/origin.yaml", "no such file"}},
 }
 
