@@ -11,13 +11,12 @@ import (
 	"testing"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/origintest"
 )
 
 // TestVanishedSidecarsWatchIsDropped: a sidecar's change stream whose
@@ -46,11 +45,8 @@ func TestVanishedSidecarsWatchIsDropped(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond)
 	grpcAddr, metrics := lines[1], "http://"+lines[3]+"/metrics"
 
-	zerolog.SetGlobalLevel(zerolog.WarnLevel) // toxiproxy's toxics log through zerolog's global logger
-	proxy := toxiproxy.NewProxy(toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()), "sidecar", "127.0.0.1:0", grpcAddr)
-	require.NoError(t, proxy.Start())
-	t.Cleanup(proxy.Stop)
-	cc, err := grpc.NewClient(proxy.Listen, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	proxy, silence := origintest.SilentProxy(t, grpcAddr)
+	cc, err := grpc.NewClient(proxy, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	t.Cleanup(func() { cc.Close() })
 	wctx, wcancel := context.WithCancel(ctx)
@@ -72,10 +68,7 @@ func TestVanishedSidecarsWatchIsDropped(t *testing.T) {
 	}
 	require.Eventually(t, func() bool { return streams() == "lookahead_origin_watch_streams 1" }, 10*time.Second, 10*time.Millisecond)
 
-	for _, stream := range []string{"upstream", "downstream"} {
-		_, err := proxy.Toxics.AddToxicJson(strings.NewReader(`{"name": "gone_` + stream + `", "type": "timeout", "stream": "` + stream + `", "attributes": {"timeout": 0}}`))
-		require.NoError(t, err)
-	}
+	silence()
 	require.Eventually(t, func() bool { return streams() == "lookahead_origin_watch_streams 0" }, 30*time.Second, 100*time.Millisecond,
 		"the vanished sidecar's change stream was ended")
 }

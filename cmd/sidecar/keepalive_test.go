@@ -9,8 +9,6 @@ import (
 	"testing"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -34,11 +32,8 @@ func TestVanishedClientIsCut(t *testing.T) {
 	o := origintest.New()
 	o.Misbehave(origintest.Misbehaviour{Generate: heavy})
 	addr, _ := startSidecar(t, "--origin", o.StartTCP(t), "--max-walks", "1", "--keepalive-time", "1s", "--keepalive-timeout", "1s")
-	zerolog.SetGlobalLevel(zerolog.WarnLevel) // toxiproxy's toxics log through zerolog's global logger
-	proxy := toxiproxy.NewProxy(toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()), "client", "127.0.0.1:0", addr)
-	require.NoError(t, proxy.Start())
-	t.Cleanup(proxy.Stop)
-	cc, err := grpc.NewClient(proxy.Listen, grpc.WithTransportCredentials(insecure.NewCredentials()),
+	proxy, silence := origintest.SilentProxy(t, addr)
+	cc, err := grpc.NewClient(proxy, grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10)) // windows that fill up
 	require.NoError(t, err)
 	t.Cleanup(func() { cc.Close() })
@@ -63,10 +58,7 @@ func TestVanishedClientIsCut(t *testing.T) {
 		return err
 	}
 	require.Equal(t, codes.ResourceExhausted, status.Code(graph()), "the walk holds the one place")
-	for _, stream := range []string{"upstream", "downstream"} {
-		_, err := proxy.Toxics.AddToxicJson(strings.NewReader(`{"name": "gone_` + stream + `", "type": "timeout", "stream": "` + stream + `", "attributes": {"timeout": 0}}`))
-		require.NoError(t, err)
-	}
+	silence()
 	assert.Eventually(t, func() bool { return graph() == nil }, 30*time.Second, 100*time.Millisecond,
 		"the vanished client's connection was cut and its place freed")
 }

@@ -6,8 +6,6 @@ import (
 	"testing"
 	"time"
 
-	toxiproxy "github.com/Shopify/toxiproxy/v2"
-	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -24,21 +22,15 @@ import (
 // connection would look alive until TCP gave up, about 15 minutes later.
 func TestSilentOriginIsFoundGone(t *testing.T) {
 	o := origintest.New(&graph.Object{ID: "a", Version: 1})
-	zerolog.SetGlobalLevel(zerolog.WarnLevel) // toxiproxy's toxics log through zerolog's global logger
-	proxy := toxiproxy.NewProxy(toxiproxy.NewServer(toxiproxy.NewMetricsContainer(nil), zerolog.Nop()), "origin", "127.0.0.1:0", o.StartTCP(t))
-	require.NoError(t, proxy.Start())
-	t.Cleanup(proxy.Stop)
+	proxy, silence := origintest.SilentProxy(t, o.StartTCP(t))
 	addrs := filepath.Join(t.TempDir(), "addrs")
-	startSidecar(t, "--origin", proxy.Listen, "--watch", "--origin-keepalive-time", "10s", "--origin-keepalive-timeout", "1s",
+	startSidecar(t, "--origin", proxy, "--watch", "--origin-keepalive-time", "10s", "--origin-keepalive-timeout", "1s",
 		"--metrics-listen", "127.0.0.1:0", "--addr-file", addrs)
 	metrics := "http://" + addrLine(t, addrs, "metrics ") + "/metrics"
 	connected := func() bool { return strings.Contains(scrape(t, metrics), "\nlookahead_watch_connected 1\n") }
 	require.Eventually(t, connected, 30*time.Second, 10*time.Millisecond, "the change stream is up")
 
-	for _, stream := range []string{"upstream", "downstream"} {
-		_, err := proxy.Toxics.AddToxicJson(strings.NewReader(`{"name": "gone_` + stream + `", "type": "timeout", "stream": "` + stream + `", "attributes": {"timeout": 0}}`))
-		require.NoError(t, err)
-	}
+	silence()
 	require.Eventually(t, func() bool { return !connected() }, 60*time.Second, 100*time.Millisecond,
 		"the silent origin's connection was found gone and the change stream reported down")
 }
