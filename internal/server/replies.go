@@ -130,40 +130,38 @@ func (s *Server) Codec() *RequestCodec {
 
 // replyOf is what a reply carries: results in field results of its
 // message and the missing ids of a BatchGet, or, for a Get (get), its one
-// result.
+// result; and how many bytes it takes encoded, at most.
 type replyOf struct {
 	get     bool
 	results protowire.Number
 	rs      []fetch.Result
 	missing []string
-	one     encodedObject // a Get's object, once prepared
+	get1    fetch.Result  // a Get's result
+	one     encodedObject // and its object
+	size    int
 }
 
-// prepared is e with a Get's object ready to be appended, its size known.
-func (e replyOf) prepared() replyOf {
-	if e.get {
-		e.one = encodeObject(e.rs[0].Object)
-	}
-	return e
+// getReply is the reply of a Get answered with r (its size exact).
+func getReply(r fetch.Result) replyOf {
+	one := encodeObject(r.Object)
+	size := protowire.SizeTag(getObject) + protowire.SizeBytes(one.size) + 2*(protowire.SizeTag(getStatus)+1)
+	return replyOf{get: true, get1: r, one: one, size: size}
 }
 
-// size bounds the reply's encoded bytes (a Get's, of a prepared reply,
-// exactly).
-func (e replyOf) size() int {
-	if e.get {
-		return protowire.SizeTag(getObject) + protowire.SizeBytes(e.one.size) + 2*(protowire.SizeTag(getStatus)+1)
+// resultsReply is the reply of rs, in field results of its message, and
+// of missing (a BatchGet's).
+func resultsReply(results protowire.Number, rs []fetch.Result, missing []string) replyOf {
+	size := resultsSize(rs)
+	for _, id := range missing {
+		size += protowire.SizeTag(batchMissing) + protowire.SizeBytes(len(id))
 	}
-	n := resultsSize(e.rs)
-	for _, id := range e.missing {
-		n += protowire.SizeTag(batchMissing) + protowire.SizeBytes(len(id))
-	}
-	return n
+	return replyOf{results: results, rs: rs, missing: missing, size: size}
 }
 
 // encode appends the reply's fields to raw.
 func (e replyOf) encode(raw []byte) ([]byte, error) {
 	if e.get {
-		return appendGet(raw, e.one, e.rs[0])
+		return appendGet(raw, e.one, e.get1)
 	}
 	for _, r := range e.rs {
 		var err error
@@ -203,8 +201,7 @@ func appendGet(raw []byte, obj encodedObject, r fetch.Result) ([]byte, error) {
 // it; a smaller one (a hit on a small object) never waits: what such
 // replies hold is bounded by the streams open at once.
 func (s *Server) reply(ctx context.Context, msg proto.Message, e replyOf) error {
-	e = e.prepared()
-	size := e.size()
+	size := e.size
 	var release func()
 	if !mem.IsBelowBufferPoolingThreshold(size) {
 		var err error

@@ -198,7 +198,7 @@ func (s *Server) Get(ctx context.Context, req *lookaheadv1.GetRequest) (*lookahe
 		return nil, status.Errorf(codes.NotFound, "object %q not found", req.GetId())
 	}
 	resp := &lookaheadv1.GetResponse{}
-	if err := s.reply(ctx, resp, replyOf{get: true, rs: a.Results[:1]}); err != nil {
+	if err := s.reply(ctx, resp, getReply(a.Results[0])); err != nil {
 		return nil, err
 	}
 	return resp, nil
@@ -220,12 +220,13 @@ func (s *Server) BatchGet(ctx context.Context, req *lookaheadv1.BatchGetRequest)
 	if err != nil {
 		return nil, err
 	}
-	if n := replyBytes(a.Results); n > s.cfg.MaxReplyBytes {
+	e := resultsReply(batchResults, a.Results, a.Missing)
+	if n := int64(e.size); n > s.cfg.MaxReplyBytes {
 		return nil, status.Errorf(codes.ResourceExhausted, "the %d objects asked for take %d bytes, more than a reply may (%d, --max-message-bytes): ask for fewer ids at a time",
 			len(a.Results), n, s.cfg.MaxReplyBytes)
 	}
 	resp := &lookaheadv1.BatchGetResponse{}
-	if err := s.reply(ctx, resp, replyOf{results: batchResults, rs: a.Results, missing: a.Missing}); err != nil {
+	if err := s.reply(ctx, resp, e); err != nil {
 		return nil, err
 	}
 	return resp, nil
@@ -318,20 +319,6 @@ func (s *Server) Invalidate(_ context.Context, req *lookaheadv1.InvalidateReques
 		}
 	}
 	return &lookaheadv1.InvalidateResponse{Invalidated: uint32(n)}, nil
-}
-
-// replyBytes is about what rs take in a reply: their objects' encoded
-// bytes, or their Size, which is never less, for those decoded otherwise.
-func replyBytes(rs []fetch.Result) int64 {
-	var n int64
-	for _, r := range rs {
-		if w := r.Object.Wire; w != nil {
-			n += int64(len(w))
-		} else {
-			n += r.Object.Size()
-		}
-	}
-	return n
 }
 
 func cacheStatus(s fetch.Status) lookaheadv1.CacheStatus {

@@ -80,7 +80,7 @@ func (s *Server) sendLevel(stream lookaheadv1.SidecarService_GetGraphServer, rs 
 	for len(rs) > 0 {
 		n := s.chunk(rs)
 		msg := &lookaheadv1.GetGraphResponse{}
-		if err := s.reply(stream.Context(), msg, replyOf{results: graphResults, rs: rs[:n]}); err != nil {
+		if err := s.reply(stream.Context(), msg, resultsReply(graphResults, rs[:n], nil)); err != nil {
 			return err
 		}
 		if err := stream.Send(msg); err != nil {
