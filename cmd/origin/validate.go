@@ -56,14 +56,8 @@ func (o *options) finish() error {
 	if o.drainTimeout < 0 {
 		errs = append(errs, fmt.Errorf("-drain-timeout %v: must not be negative", o.drainTimeout))
 	}
-	for _, v := range []struct {
-		flag string
-		d    time.Duration
-	}{{"keepalive-time", o.keepaliveTime}, {"keepalive-timeout", o.keepaliveTimeout}} {
-		if v.d < time.Second {
-			errs = append(errs, fmt.Errorf("-%s %v: must be at least 1s", v.flag, v.d))
-		}
-	}
+	errs = append(errs, flagconf.AtLeast("keepalive-time", o.keepaliveTime, time.Second),
+		flagconf.AtLeast("keepalive-timeout", o.keepaliveTimeout, time.Second))
 	var err error
 	if o.tls, err = o.tlsFiles.Load(); err != nil {
 		errs = append(errs, fmt.Errorf("-tls-cert, -tls-key, -tls-client-ca: %w", err))

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/keepalive"
 
+	"github.com/lookahead-dev/lookahead/internal/flagconf"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 	"github.com/lookahead-dev/lookahead/internal/tlsconfig"
@@ -125,19 +126,11 @@ func (t *transportOptions) finish() error {
 	if t.maxStreams < 0 || t.maxStreams > math.MaxUint32 {
 		errs = append(errs, fmt.Errorf("-max-concurrent-streams %d: must be between 0 (no limit) and %d", t.maxStreams, uint32(math.MaxUint32)))
 	}
-	for _, v := range []struct {
-		flag string
-		d    time.Duration
-	}{{"keepalive-time", t.keepaliveTime}, {"keepalive-timeout", t.keepaliveTimeout}} {
-		if v.d < time.Second {
-			errs = append(errs, fmt.Errorf("-%s %v: must be at least 1s", v.flag, v.d))
-		}
-	}
+	errs = append(errs, flagconf.AtLeast("keepalive-time", t.keepaliveTime, time.Second),
+		flagconf.AtLeast("keepalive-timeout", t.keepaliveTimeout, time.Second),
+		flagconf.AtLeast("origin-keepalive-timeout", t.originKeepaliveTimeout, time.Second))
 	if t.originKeepaliveTime != 0 && t.originKeepaliveTime < origin.MinKeepaliveTime {
 		errs = append(errs, fmt.Errorf("-origin-keepalive-time %v: must be at least %v (gRPC pings no more often), or 0 for no pings", t.originKeepaliveTime, origin.MinKeepaliveTime))
-	}
-	if t.originKeepaliveTimeout < time.Second {
-		errs = append(errs, fmt.Errorf("-origin-keepalive-timeout %v: must be at least 1s", t.originKeepaliveTimeout))
 	}
 	if t.maxObjectBytes < 1 {
 		errs = append(errs, fmt.Errorf("-max-object-bytes %d: must be positive", t.maxObjectBytes))

@@ -99,6 +99,15 @@ func ListenAddr(flag, addr string) error {
 	return nil
 }
 
+// AtLeast refuses a duration flag set below least, naming the flag; the
+// keepalive settings of both commands share the rule.
+func AtLeast(flag string, d, least time.Duration) error {
+	if d < least {
+		return fmt.Errorf("-%s %v: must be at least %v", flag, d, least)
+	}
+	return nil
+}
+
 // want says what a flag of a standard type accepts, for the message of a
 // value it refused ("parse error" alone names no range).
 func want(f *flag.Flag) string {
