@@ -128,3 +128,31 @@ func TestKnownIDsStopAtWhatTheOriginTakes(t *testing.T) {
 		})
 	}
 }
+
+// A speculative expansion's max_objects counts what it fetches: the held
+// objects the origin walks through are added to the budget, so that a job
+// whose roots are a level already held still brings its budget's worth. A
+// demanded one (a GetGraph walk, which answers held objects too) counts
+// them.
+func TestSpeculationsBudgetIsWhatItFetches(t *testing.T) {
+	objs := fetchtest.Tree(t, 4, 5) // 341 objects: 1, 4, 16, 64, 256
+	for _, tt := range []struct {
+		name        string
+		speculative bool
+		want        int
+	}{
+		{"speculative", true, 50},
+		{"demanded", false, 50 - 21},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			fx := &fetchtest.Expander{Origin: fetchtest.NewOrigin(objs)}
+			r := newRig(t, fx, Config{}, cache.Config{})
+			r.f.fill(objs[:21], nil, toMain, r.c.Changes()) // the top three levels
+			x := r.f.NewExpansion([]string{"task-0"}, graph.Budget{Depth: 4, MaxObjects: 50}, tt.speculative)
+			require.Len(t, x.known, 21)
+			require.NoError(t, x.Run(context.Background()))
+			assert.Len(t, fx.SentIDs(), tt.want)
+			assert.Zero(t, x.dropped, "every object sent was expected")
+		})
+	}
+}

@@ -61,8 +61,9 @@ type Client struct {
 	// a failure is evidence against the origin only if none was answered
 	// while it was under way (see roundTrip).
 	answered atomic.Uint64
-	// maxIDs is the max_ids the origin last reported (Describe); 0 = none.
-	maxIDs atomic.Int64
+	// maxIDs and maxObjects are the max_ids and max_objects the origin
+	// last reported (Describe); 0 = none.
+	maxIDs, maxObjects atomic.Int64
 }
 
 // MaxKnown is how many known_ids one Expand may carry, as the origin last
@@ -265,6 +266,11 @@ func (c *Client) expand(ctx context.Context, roots []string, known []*graph.Obje
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel() // ends the stream if fn stops early
 	codec := c.newReplyCodec(2)
+	if limit := int(c.maxObjects.Load()); limit > 0 && b.MaxObjects > limit && isSpeculation(ctx) {
+		// Speculation asks for what the origin takes, not an error: its
+		// budget grows with the objects it walks through (fetch's known).
+		b.MaxObjects = limit
+	}
 	stream, err := c.rpc.Expand(ctx, &lookaheadv1.ExpandRequest{
 		Roots: roots, KnownIds: graph.IDs(known), Depth: uint32(b.Depth), MaxObjects: uint32(b.MaxObjects), Fields: b.Fields,
 	}, codec.callOptions(0)...)

@@ -40,6 +40,7 @@ func (c *Client) Describe(ctx context.Context) (Description, error) {
 	}
 	l := resp.GetLimits()
 	c.maxIDs.Store(int64(l.GetMaxIds()))
+	c.maxObjects.Store(int64(l.GetMaxObjects()))
 	return Description{
 		DatasetID: resp.GetDatasetId(),
 		Expand:    resp.GetExpand(), Watch: resp.GetWatch(), Writes: resp.GetWrites(),

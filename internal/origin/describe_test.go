@@ -3,6 +3,7 @@ package origin_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -11,6 +12,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
+	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/origin"
 )
 
@@ -63,4 +65,36 @@ func TestDescribeAndHealth(t *testing.T) {
 	err = r.client.Check(ctx)
 	require.ErrorContains(t, err, "NOT_SERVING")
 	assert.NotErrorIs(t, err, errors.ErrUnsupported)
+}
+
+// A speculative Expand asks for at most the max_objects the origin
+// reported, since speculation's budget grows with what it walks through;
+// a demanded one keeps the caller's budget (the origin's refusal is the
+// caller's answer).
+func TestSpeculativeExpandStaysWithinTheOriginsMaxObjects(t *testing.T) {
+	var (
+		mu    sync.Mutex
+		asked []uint32
+	)
+	f := &fakeOrigin{expand: func(_ int, req *lookaheadv1.ExpandRequest, _ func(*lookaheadv1.ExpandResponse) error) error {
+		mu.Lock()
+		defer mu.Unlock()
+		asked = append(asked, req.GetMaxObjects())
+		return nil
+	}}
+	r := newRigWith(t, describing{f, &lookaheadv1.DescribeResponse{Expand: true, Limits: &lookaheadv1.OriginLimits{MaxObjects: 99}}}, origin.Config{Retries: -1}, nil)
+	ctx := context.Background()
+	none := func(int, []*graph.Object, []string) error { return nil }
+	expand := func(ctx context.Context, maxObjects int) {
+		require.NoError(t, r.client.Expand(ctx, []string{"a"}, nil, graph.Budget{Depth: 1, MaxObjects: maxObjects}, none))
+	}
+	expand(origin.Speculative(ctx), 500) // before Describe: nothing known
+	_, err := r.client.Describe(ctx)
+	require.NoError(t, err)
+	expand(origin.Speculative(ctx), 500)
+	expand(origin.Speculative(ctx), 50)
+	expand(ctx, 500)
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Equal(t, []uint32{500, 99, 50, 500}, asked)
 }
