@@ -212,11 +212,15 @@ func (s *Scheduler) candidates(level []step, threshold float64, cands []candidat
 	buf []float64) ([]candidate, []string, []float64) {
 	for _, st := range level {
 		buf = s.chooser.Chances(st.o, st.depth, buf)
-		for i, r := range st.o.Refs {
+		last := -1 // the ref whose field was last found short: a field's refs usually come together
+		for i := range st.o.Refs {
+			r := &st.o.Refs[i]
 			if p := st.chance * buf[i]; p >= threshold {
 				cands = append(cands, candidate{id: r.ID, chance: p, depth: st.depth + 1})
-			} else if !slices.Contains(short, r.Field) {
-				short = append(short, r.Field)
+			} else if last < 0 || !same(r.Field, st.o.Refs[last].Field) {
+				if last = i; !slices.Contains(short, r.Field) {
+					short = append(short, r.Field)
+				}
 			}
 		}
 	}

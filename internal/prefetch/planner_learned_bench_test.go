@@ -91,3 +91,74 @@ func BenchmarkLearnedHub(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkLearnedFriendsOfFriends is W5's friends of friends in process:
+// on W5's social graph (2,000 users, hubs of up to 3,000 friends), an op is
+// 40 sessions, each from another user, on a fresh sidecar (planner and
+// cache, made with the timer stopped): the user, its friends, their
+// friends, one Get per object, at most 100 a level, each once, against an
+// origin with Expand that answers at once. It measures what the learned
+// planner costs per read where lists are long (offers, their expiry and
+// Chances over the levels a job walks), against prefetch mode off.
+func BenchmarkLearnedFriendsOfFriends(b *testing.B) {
+	var objs []*graph.Object
+	g := graph.Social{Users: 2000, MaxFriends: 3000, DanglingRate: 0.01, PayloadBytes: 100, Seed: 1}
+	if err := g.Generate(func(o *graph.Object) error { objs = append(objs, o); return nil }); err != nil {
+		b.Fatal(err)
+	}
+	for _, mode := range []Mode{ModeOff, ModeAdaptive} {
+		b.Run("mode="+string(mode), func(b *testing.B) {
+			reads := 0
+			var cpu time.Duration
+			for b.Loop() {
+				b.StopTimer()
+				var p Planner = Static{}
+				if mode == ModeAdaptive {
+					p = NewLearned(LearnedConfig{})
+				}
+				r := newRigWith(b, &fakeExpander{Origin: newFakeOrigin(objs)}, Config{Mode: mode}, fetch.Config{}, p, cache.Config{})
+				start := cpuTime()
+				b.StartTimer()
+				for s := range 40 {
+					reads += friendsOfFriends(b, r, graph.UserID(s*47%g.Users), 100)
+				}
+				r.engine.s.Idle()
+				b.StopTimer()
+				cpu += cpuTime() - start
+				r.engine.Close()
+				b.StartTimer()
+			}
+			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(reads), "ns/read")
+			b.ReportMetric(float64(cpu)/float64(reads), "cpu-ns/read")
+
+		})
+	}
+}
+
+// friendsOfFriends reads user, its friends and their friends, at most
+// perLevel of each level, and returns how many Gets it made.
+func friendsOfFriends(b *testing.B, r *rig, user string, perLevel int) int {
+	seen := map[string]bool{user: true}
+	level, reads := []string{user}, 0
+	for l := 0; l < 3 && len(level) > 0; l++ {
+		var next []string
+		for _, id := range level {
+			rs, _, err := r.engine.Get(context.Background(), []string{id}, Hint{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			reads++
+			if len(rs) == 0 || l == 2 {
+				continue
+			}
+			for _, ref := range rs[0].Object.Refs {
+				if ref.Field == "friends" && !seen[ref.ID] && len(next) < perLevel {
+					seen[ref.ID] = true
+					next = append(next, ref.ID)
+				}
+			}
+		}
+		level = next
+	}
+	return reads
+}

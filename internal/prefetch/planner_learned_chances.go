@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"slices"
+	"unsafe"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
@@ -20,9 +21,14 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	out = slices.Grow(out, len(o.Refs))[:len(o.Refs)]
 	clear(out) // a hub's refs past what is read of it are left at 0
 	i := -1    // the list of the ref before: a field's refs usually come together
-	for k := range o.Refs {
+	for k := 0; k < len(o.Refs); k++ {
 		r := &o.Refs[k]
 		if i >= 0 && lists[i].field == r.Field && lists[i].done() {
+			// The rest of this run of the field is 0 too: pass it by with
+			// one comparison a ref (a hub's thousands of refs).
+			for k+1 < len(o.Refs) && same(o.Refs[k+1].Field, r.Field) {
+				k++
+			}
 			continue
 		}
 		if i = slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field }); i < 0 {
@@ -35,6 +41,13 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 		}
 	}
 	return out
+}
+
+// same reports whether a and b are equal, without a call to compare their
+// bytes when they are the same string: a decoded object's refs share their
+// field's (graphpb.Decode).
+func same(a, b string) bool {
+	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
 // Followed implements Chooser: the fields some position of which has a

@@ -43,7 +43,7 @@ func (l *Learned) listsOf(o *graph.Object) (lists []refList, offered int) {
 	lists = l.refLists[:0]
 	i := -1 // the list of the ref before: a field's refs usually come together
 	for _, r := range o.Refs {
-		if i < 0 || lists[i].field != r.Field {
+		if i < 0 || !same(lists[i].field, r.Field) {
 			i = slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
 		}
 		if i < 0 {

@@ -94,6 +94,19 @@ func Decode(b []byte) (*graph.Object, error) {
 type decoder struct {
 	o    *graph.Object
 	text []byte // allocated once, at its final size: views stay valid
+	last string // the field of the ref before
+}
+
+// field decodes a ref's field: the string of the ref before when it is the
+// same, as it is along a list. Those who walk a hub's refs (the planner)
+// then compare its thousands of fields by pointer.
+func (d *decoder) field(v []byte) (string, error) {
+	if len(v) > 0 && string(v) == d.last {
+		return d.last, nil
+	}
+	f, err := d.str(v)
+	d.last = f
+	return f, err
 }
 
 // setField sets the length-delimited field num of the object to v.
@@ -128,7 +141,7 @@ func (d *decoder) ref(b []byte) (r graph.Ref, err error) {
 				return r, protowire.ParseError(n)
 			}
 			if num == refField {
-				r.Field, err = d.str(v)
+				r.Field, err = d.field(v)
 			} else {
 				r.ID, err = d.str(v)
 			}

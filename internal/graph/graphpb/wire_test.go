@@ -2,6 +2,7 @@ package graphpb_test
 
 import (
 	"testing"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,4 +84,18 @@ func TestEncodedIsWireOrMarshal(t *testing.T) {
 	b, err = graphpb.Encoded(&graph.Object{ID: "a", Wire: wire})
 	require.NoError(t, err)
 	assert.Equal(t, wire, b)
+}
+
+// The refs of a list share their field's string: whoever walks a hub's
+// refs compares them by pointer. Another field, and the first one again,
+// get their own.
+func TestDecodedRefsShareTheirField(t *testing.T) {
+	o := &graph.Object{ID: "u", Refs: []graph.Ref{{Field: "friends", ID: "a"}, {Field: "friends", ID: "b"}, {Field: "posts", ID: "p"}, {Field: "friends", ID: "c"}}}
+	b, err := proto.Marshal(graphpb.ToProto(o))
+	require.NoError(t, err)
+	got, err := graphpb.Decode(b)
+	require.NoError(t, err)
+	require.Equal(t, o.Refs, got.Refs)
+	assert.Same(t, unsafe.StringData(got.Refs[0].Field), unsafe.StringData(got.Refs[1].Field), "one list's field: one string")
+	assert.NotSame(t, unsafe.StringData(got.Refs[1].Field), unsafe.StringData(got.Refs[3].Field), "after another field: a copy of its own")
 }
