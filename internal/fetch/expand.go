@@ -140,8 +140,19 @@ func (f *Fetcher) NewExpansionAhead(roots []string, b graph.Budget) *Expansion {
 }
 
 func (f *Fetcher) newExpansion(roots []string, b graph.Budget, speculative bool, ride rides) *Expansion {
-	known := f.heldBelow(roots, b)
-	if speculative && b.MaxObjects > 0 {
+	n := b.SizeHint(len(roots))
+	x := &Expansion{
+		f: f, speculative: speculative, ride: ride, budget: b, since: f.cache.Changes(),
+		ids:     graph.NewLedger(b, n),
+		claims:  make(map[int][]*batch),
+		changed: make(chan struct{}),
+	}
+	if speculative {
+		x.guard = &guard{}
+		x.owned = make(map[string]*graph.Object, len(roots))
+	}
+	x.known = f.heldBelow(roots, b)
+	if speculative && b.MaxObjects > 0 && len(x.known) > 0 {
 		// The origin counts the held objects it walks through against
 		// max_objects, and so does the ledger: speculation's budget is
 		// what it fetches, as --prefetch-max-objects says, so they are
@@ -149,19 +160,8 @@ func (f *Fetcher) newExpansion(roots []string, b graph.Budget, speculative bool,
 		// (its first Expand brought it) spent its budget on them: W1's
 		// trees at 0 ms got 194 objects from an Expand of 845 roots, 806
 		// of them held, and took 31 Expands for 7,800 objects.
-		b.MaxObjects += len(known)
-	}
-	n := b.SizeHint(len(roots))
-	x := &Expansion{
-		f: f, speculative: speculative, ride: ride, budget: b, since: f.cache.Changes(),
-		ids:     graph.NewLedger(b, n),
-		claims:  make(map[int][]*batch),
-		changed: make(chan struct{}),
-		known:   known,
-	}
-	if speculative {
-		x.guard = &guard{}
-		x.owned = make(map[string]*graph.Object, len(roots))
+		x.budget.MaxObjects += len(x.known)
+		x.ids = graph.NewLedger(x.budget, n)
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
