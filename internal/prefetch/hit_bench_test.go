@@ -128,3 +128,48 @@ func cpuTime() time.Duration {
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
+
+// BenchmarkHitStar is W7's star in process: a hub of 10,000 refs, and per
+// op one visit, the hub then 5 of its leaves drawn at random, every object
+// cached, prefetch mode off against adaptive. What adaptive adds per visit
+// is the planner's cost of a hub read: its offers, and Chances over its
+// refs for the read's job (past what is read of the list, nothing to
+// fetch).
+func BenchmarkHitStar(b *testing.B) {
+	h := hub("h", 10000)
+	objs := []*graph.Object{h}
+	for _, r := range h.Refs {
+		objs = append(objs, &graph.Object{ID: r.ID, Version: 1, Type: "Leaf"})
+	}
+	for _, mode := range []Mode{ModeOff, ModeAdaptive} {
+		b.Run("mode="+string(mode), func(b *testing.B) {
+			var p Planner = Static{}
+			if mode == ModeAdaptive {
+				p = NewLearned(LearnedConfig{})
+			}
+			r := newRigWith(b, newFakeOrigin(objs), Config{Mode: mode}, fetch.Config{}, p, cache.Config{})
+			rnd := rand.New(rand.NewPCG(1, 0))
+			visit := func() {
+				for _, id := range []string{h.ID, "", "", "", "", ""} {
+					if id == "" {
+						id = h.Refs[rnd.IntN(len(h.Refs))].ID
+					}
+					if _, _, err := r.engine.Get(context.Background(), []string{id}, Hint{}); err != nil {
+						b.Error(err)
+					}
+				}
+				r.engine.s.Idle()
+			}
+			for range 200 { // cached, and the planner has seen the visits
+				visit()
+			}
+			cpu := cpuTime()
+			b.ResetTimer()
+			for b.Loop() {
+				visit()
+			}
+			b.StopTimer()
+			b.ReportMetric(float64(cpuTime()-cpu)/float64(b.N), "cpu-ns/op")
+		})
+	}
+}

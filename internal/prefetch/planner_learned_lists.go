@@ -42,7 +42,8 @@ type refList struct {
 func (l *Learned) listsOf(o *graph.Object) (lists []refList, offered int) {
 	lists = l.refLists[:0]
 	i := -1 // the list of the ref before: a field's refs usually come together
-	for _, r := range o.Refs {
+	for k := 0; k < len(o.Refs); k++ {
+		r := &o.Refs[k]
 		if i < 0 || !same(lists[i].field, r.Field) {
 			i = slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
 		}
@@ -51,11 +52,21 @@ func (l *Learned) listsOf(o *graph.Object) (lists []refList, offered int) {
 			lists = append(lists, refList{field: r.Field})
 		}
 		f := &lists[i]
-		if f.n++; f.n <= offersPerList {
-			offered++
-			if !f.back {
-				_, f.back = l.depth[r.ID]
+		if f.n >= offersPerList {
+			// Past what is offered: the rest of this run of the field is
+			// counted at once (a hub's thousands of refs).
+			j := k + 1
+			for j < len(o.Refs) && same(o.Refs[j].Field, r.Field) {
+				j++
 			}
+			f.n += j - k
+			k = j - 1
+			continue
+		}
+		f.n++
+		offered++
+		if !f.back {
+			_, f.back = l.depth[r.ID]
 		}
 	}
 	l.refLists = lists
