@@ -23,12 +23,8 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	i := -1    // the list of the ref before: a field's refs usually come together
 	for k := 0; k < len(o.Refs); k++ {
 		r := &o.Refs[k]
-		if i >= 0 && lists[i].field == r.Field && lists[i].done() {
-			// The rest of this run of the field is 0 too: pass it by with
-			// one comparison a ref (a hub's thousands of refs).
-			for k+1 < len(o.Refs) && same(o.Refs[k+1].Field, r.Field) {
-				k++
-			}
+		if i >= 0 && same(lists[i].field, r.Field) && lists[i].done() {
+			k = runEnd(o.Refs, k) - 1 // the rest of this run of the field is 0 too
 			continue
 		}
 		if i = slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field }); i < 0 {
@@ -48,6 +44,17 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 // field's (graphpb.Decode).
 func same(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// runEnd returns the index past the run of refs of refs[k]'s field that
+// starts at k: a hub's thousands of refs past what can be read of it are
+// passed by with one comparison each.
+func runEnd(refs []graph.Ref, k int) int {
+	j := k + 1
+	for j < len(refs) && same(refs[j].Field, refs[k].Field) {
+		j++
+	}
+	return j
 }
 
 // Followed implements Chooser: the fields some position of which has a

@@ -52,13 +52,8 @@ func (l *Learned) listsOf(o *graph.Object) (lists []refList, offered int) {
 			lists = append(lists, refList{field: r.Field})
 		}
 		f := &lists[i]
-		if f.n >= offersPerList {
-			// Past what is offered: the rest of this run of the field is
-			// counted at once (a hub's thousands of refs).
-			j := k + 1
-			for j < len(o.Refs) && same(o.Refs[j].Field, r.Field) {
-				j++
-			}
+		if f.n >= offersPerList { // past what is offered: the rest of the run counted at once
+			j := runEnd(o.Refs, k)
 			f.n += j - k
 			k = j - 1
 			continue
