@@ -16,13 +16,13 @@ import (
 // levels ahead that is what keeps the application from waiting: a walk
 // that reads faster than one level per round trip outruns speculation that
 // fetches one level per round trip. It reports whether it did.
-func (w *chanceWalk) expandWhole(level []step, cands []candidate, short []string, d int) bool {
+func (w *chanceWalk) expandWhole(level []step, cands []candidate, short *fieldSet, d int) bool {
 	s := w.s
 	if !s.fetcher.CanExpand() || d >= w.depth || !w.lacks(cands) {
 		return false // none to fetch: walk on through what is held
 	}
 	var b graph.Budget
-	if len(short) == 0 {
+	if short.len() == 0 {
 		b = w.wholeBudget(level, d)
 	}
 	if ahead, ok := w.windowBudget(level, short, d); ok && (ahead.Depth > b.Depth || !subset(ahead.Fields, b.Fields)) {
@@ -98,12 +98,12 @@ func (w *chanceWalk) lacks(cands []candidate) bool {
 // read only in part), nor when the level's types are not read on below
 // through the followed fields (continues). Refs of other fields are left
 // out (an out-ref never followed).
-func (w *chanceWalk) windowBudget(level []step, short []string, d int) (graph.Budget, bool) {
+func (w *chanceWalk) windowBudget(level []step, short *fieldSet, d int) (graph.Budget, bool) {
 	if d > w.ahead {
 		return graph.Budget{}, false
 	}
 	followed := w.s.chooser.Followed(w.near)
-	if len(followed) == 0 || slices.ContainsFunc(short, func(f string) bool { return slices.Contains(followed, f) }) ||
+	if len(followed) == 0 || slices.ContainsFunc(followed, short.has) ||
 		!w.s.continues(level, 1, w.near, followed) {
 		return graph.Budget{}, false // none followed would mean all
 	}
@@ -151,29 +151,50 @@ type fieldList struct {
 // fieldsOf returns the fields of level's objects, each with its longest list.
 func fieldsOf(level []step) []fieldList {
 	var out []fieldList
+	var index map[string]int // out's, once it has more than fieldSetScan
 	for _, st := range level {
 		for _, f := range listLengths(st.o) {
-			i := slices.IndexFunc(out, func(g fieldList) bool { return g.field == f.field })
-			if i < 0 {
-				out = append(out, f)
+			i := -1
+			if index != nil {
+				if j, ok := index[f.field]; ok {
+					i = j
+				}
 			} else {
+				i = slices.IndexFunc(out, func(g fieldList) bool { return g.field == f.field })
+			}
+			if i >= 0 {
 				out[i].longest = max(out[i].longest, f.longest)
+				continue
+			}
+			out = append(out, f)
+			switch {
+			case index != nil:
+				index[f.field] = len(out) - 1
+			case len(out) > fieldSetScan:
+				index = make(map[string]int, 2*len(out))
+				for j, g := range out {
+					index[g.field] = j
+				}
 			}
 		}
 	}
 	return out
 }
 
-// listLengths returns o's fields, each with the length of its list.
+// listLengths returns o's fields, each with the length of its list: its
+// first maxLists fields, as the planner considers them.
 func listLengths(o *graph.Object) []fieldList {
 	var out []fieldList
-	for _, r := range o.Refs {
-		i := slices.IndexFunc(out, func(g fieldList) bool { return g.field == r.Field })
-		if i < 0 {
-			out = append(out, fieldList{field: r.Field, longest: 1})
-		} else {
-			out[i].longest++
+	for k := 0; k < len(o.Refs); {
+		j := runEnd(o.Refs, k)
+		i := slices.IndexFunc(out, func(g fieldList) bool { return g.field == o.Refs[k].Field })
+		switch {
+		case i >= 0:
+			out[i].longest += j - k
+		case len(out) < maxLists:
+			out = append(out, fieldList{field: o.Refs[k].Field, longest: j - k})
 		}
+		k = j
 	}
 	return out
 }
@@ -189,24 +210,38 @@ func (s *Scheduler) continues(level []step, k int, threshold float64, only []str
 		depth int
 	}
 	var keys []key
-	has := map[key]map[string]bool{} // the fields of each type at each depth
+	has := map[key][]int{} // the fields of each type at each depth, by their index in all
+	at := make(map[string]int, len(all))
+	for i, f := range all {
+		at[f.field] = i
+	}
+	type keyField struct {
+		k key
+		i int
+	}
+	seen := map[keyField]bool{}
 	for _, st := range level {
 		k := key{st.o.Type, st.depth}
-		if has[k] == nil {
+		if _, ok := has[k]; !ok {
 			keys = append(keys, k)
-			has[k] = map[string]bool{}
+			has[k] = nil
 		}
-		for _, r := range st.o.Refs {
-			has[k][r.Field] = only == nil || slices.Contains(only, r.Field)
+		for _, f := range listLengths(st.o) {
+			i, ok := at[f.field]
+			if ok && (only == nil || slices.Contains(only, f.field)) && !seen[keyField{k, i}] {
+				seen[keyField{k, i}] = true
+				has[k] = append(has[k], i)
+			}
 		}
 	}
 	probe := &graph.Object{}
 	var buf []float64
 	for _, t := range keys {
 		probe.Type, probe.Refs = t.typ, probe.Refs[:0]
-		for _, f := range all {
-			for i := 0; has[t][f.field] && i < f.longest; i++ {
-				probe.Refs = append(probe.Refs, graph.Ref{Field: f.field})
+		slices.Sort(has[t]) // in all's order
+		for _, i := range has[t] {
+			for range all[i].longest {
+				probe.Refs = append(probe.Refs, graph.Ref{Field: all[i].field})
 			}
 		}
 		buf = s.chooser.Chances(probe, t.depth+k, buf)

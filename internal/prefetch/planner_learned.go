@@ -101,6 +101,13 @@ type edgeKey struct {
 // maxContextDepth caps the depth in edgeKey: deeper levels share one.
 const maxContextDepth = 4
 
+// maxStats bounds the statistics kept, one per type, field and depth:
+// applications' objects have tens of those, objects whose types or fields
+// are made up as they go (a hostile origin's) would grow them without end.
+// Past it, offers of keys not yet seen are not counted: nothing is learned
+// of them, and their refs keep chance 0.
+const maxStats = 4096
+
 type listKey struct{ parent, field string }
 
 // listRun is what was read of one parent's list.
@@ -240,8 +247,12 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 	f := &lists[0]
 	for j := 0; left > 0; j++ { // a hub's refs past its lists' first are never offered
 		r := o.Refs[j]
-		if f.field != r.Field {
-			f = &lists[slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })]
+		if !same(f.field, r.Field) {
+			i := slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
+			if i < 0 {
+				continue // a field past maxLists
+			}
+			f = &lists[i]
 		}
 		i := f.pos
 		f.pos++
@@ -301,6 +312,9 @@ func (l *Learned) expireLocked() {
 func (l *Learned) decideLocked(of offer, followed bool) (longer bool) {
 	s := l.stats[of.key]
 	if s == nil {
+		if len(l.stats) >= maxStats {
+			return false // see maxStats
+		}
 		s = &fieldStats{}
 		l.stats[of.key] = s
 	}

@@ -27,7 +27,10 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 			k = runEnd(o.Refs, k) - 1 // the rest of this run of the field is 0 too
 			continue
 		}
-		if i = slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field }); i < 0 {
+		if i = slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field }); i < 0 && len(lists) == maxLists {
+			k = runEnd(o.Refs, k) - 1 // a field past maxLists: chance 0
+			continue
+		} else if i < 0 {
 			i = len(lists)
 			lists = append(lists, l.listLocked(edgeKey{min(depth, maxContextDepth), o.Type, r.Field}))
 			l.readingLocked(&lists[i], o.ID)

@@ -36,6 +36,13 @@ type refList struct {
 	pos   int  // of the next ref
 }
 
+// maxLists bounds the fields of one object the learned planner considers:
+// the first maxLists in ref order. Objects have a few; one whose refs have
+// thousands of fields (a map's keys, or a hostile origin's) would cost
+// every read of it a scan of its fields for each ref. Refs of the others
+// are never offered and have chance 0.
+const maxLists = 32
+
 // listsOf returns o's lists, one per field (an object has few), in
 // l.refLists: valid until the next call; and how many refs of them are
 // offered, each list's first offersPerList.
@@ -46,6 +53,10 @@ func (l *Learned) listsOf(o *graph.Object) (lists []refList, offered int) {
 		r := &o.Refs[k]
 		if i < 0 || !same(lists[i].field, r.Field) {
 			i = slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
+		}
+		if i < 0 && len(lists) == maxLists {
+			k = runEnd(o.Refs, k) - 1 // a field past the object's first maxLists: not offered
+			continue
 		}
 		if i < 0 {
 			i = len(lists)
