@@ -18,26 +18,28 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 	defer l.mu.RUnlock()
 	var fields [4]listChances // one per field: objects have few
 	lists := fields[:0]
+	var index fieldIndex
 	out = slices.Grow(out, len(o.Refs))[:len(o.Refs)]
 	clear(out) // a hub's refs past what is read of it are left at 0
 	i := -1    // the list of the ref before: a field's refs usually come together
 	for k := 0; k < len(o.Refs); k++ {
 		r := &o.Refs[k]
-		if i >= 0 && same(lists[i].field, r.Field) && lists[i].done() {
+		if i < 0 || !same(lists[i].field, r.Field) {
+			if i = index.find(r.Field); i < 0 && len(lists) == maxLists {
+				k = runEnd(o.Refs, k) - 1 // a field past maxLists: chance 0
+				continue
+			} else if i < 0 {
+				i = index.add(r.Field)
+				lists = append(lists, l.listLocked(edgeKey{min(depth, maxContextDepth), o.Type, r.Field}))
+				l.readingLocked(&lists[i], o.ID)
+			}
+		}
+		c := &lists[i]
+		if c.done() {
 			k = runEnd(o.Refs, k) - 1 // the rest of this run of the field is 0 too
 			continue
 		}
-		if i = slices.IndexFunc(lists, func(c listChances) bool { return c.field == r.Field }); i < 0 && len(lists) == maxLists {
-			k = runEnd(o.Refs, k) - 1 // a field past maxLists: chance 0
-			continue
-		} else if i < 0 {
-			i = len(lists)
-			lists = append(lists, l.listLocked(edgeKey{min(depth, maxContextDepth), o.Type, r.Field}))
-			l.readingLocked(&lists[i], o.ID)
-		}
-		if c := &lists[i]; !c.done() {
-			out[k] = c.next(c.counts() && l.skippedLocked(o.ID, r.ID))
-		}
+		out[k] = c.next(c.counts() && l.skippedLocked(o.ID, r.ID))
 	}
 	return out
 }
@@ -47,6 +49,40 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 // field's (graphpb.Decode).
 func same(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
+}
+
+// fieldIndex finds which of an object's lists a field is, in the order
+// they were added: a scan of their fields while they are few, a map once
+// they are more than fieldSetScan (an object whose refs make up fields).
+type fieldIndex struct {
+	fields []string
+	m      map[string]int
+}
+
+// find returns f's index, -1 if it was not added.
+func (x *fieldIndex) find(f string) int {
+	if x.m != nil {
+		if i, ok := x.m[f]; ok {
+			return i
+		}
+		return -1
+	}
+	return slices.Index(x.fields, f)
+}
+
+// add adds f, not added yet, and returns its index.
+func (x *fieldIndex) add(f string) int {
+	x.fields = append(x.fields, f)
+	switch {
+	case x.m != nil:
+		x.m[f] = len(x.fields) - 1
+	case len(x.fields) > fieldSetScan:
+		x.m = make(map[string]int, 2*len(x.fields))
+		for i, g := range x.fields {
+			x.m[g] = i
+		}
+	}
+	return len(x.fields) - 1
 }
 
 // runEnd returns the index past the run of refs of refs[k]'s field that

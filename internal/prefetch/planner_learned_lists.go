@@ -48,18 +48,19 @@ const maxLists = 32
 // offered, each list's first offersPerList.
 func (l *Learned) listsOf(o *graph.Object) (lists []refList, offered int) {
 	lists = l.refLists[:0]
+	var index fieldIndex
 	i := -1 // the list of the ref before: a field's refs usually come together
 	for k := 0; k < len(o.Refs); k++ {
 		r := &o.Refs[k]
 		if i < 0 || !same(lists[i].field, r.Field) {
-			i = slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
+			i = index.find(r.Field)
 		}
 		if i < 0 && len(lists) == maxLists {
 			k = runEnd(o.Refs, k) - 1 // a field past the object's first maxLists: not offered
 			continue
 		}
 		if i < 0 {
-			i = len(lists)
+			i = index.add(r.Field)
 			lists = append(lists, refList{field: r.Field})
 		}
 		f := &lists[i]
