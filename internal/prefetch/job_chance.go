@@ -124,8 +124,8 @@ func (s *Scheduler) expandChances(ctx context.Context, j job) {
 	var (
 		buf   []float64
 		cands []candidate
-		short fieldSet
-		next  []step // the level below, reusing the one above's slice
+		short fieldIndex // the fields of the refs not fetched
+		next  []step     // the level below, reusing the one above's slice
 	)
 	idle := 0 // levels in a row with nothing to fetch
 	for d := 1; d <= w.depth && len(level) > 0 && ctx.Err() == nil; d++ {
@@ -209,7 +209,7 @@ const maxIdleLevels = 2
 // candidates appends to cands the refs of level whose chance reaches
 // threshold, and to short the fields of those that do not (none: the
 // level is wanted whole); buf is reused.
-func (s *Scheduler) candidates(level []step, threshold float64, cands []candidate, short *fieldSet,
+func (s *Scheduler) candidates(level []step, threshold float64, cands []candidate, short *fieldIndex,
 	buf []float64) ([]candidate, []float64) {
 	for _, st := range level {
 		buf = s.chooser.Chances(st.o, st.depth, buf)
@@ -219,50 +219,11 @@ func (s *Scheduler) candidates(level []step, threshold float64, cands []candidat
 			if p := st.chance * buf[i]; p >= threshold {
 				cands = append(cands, candidate{id: r.ID, chance: p, depth: st.depth + 1})
 			} else if last < 0 || !same(r.Field, st.o.Refs[last].Field) {
-				last = i
-				short.add(r.Field)
+				if last = i; !short.has(r.Field) {
+					short.add(r.Field)
+				}
 			}
 		}
 	}
 	return cands, buf
 }
-
-// fieldSet is a set of fields in the order added: a slice while small (a
-// level's objects have a few fields), with a map beside it beyond that, so
-// that a level whose objects have thousands of fields costs each one a
-// lookup rather than a scan.
-type fieldSet struct {
-	list []string
-	m    map[string]struct{}
-}
-
-// fieldSetScan is how many fields a fieldSet scans before it keeps a map.
-const fieldSetScan = 16
-
-func (s *fieldSet) add(f string) {
-	if s.has(f) {
-		return
-	}
-	s.list = append(s.list, f)
-	switch {
-	case s.m != nil:
-		s.m[f] = struct{}{}
-	case len(s.list) > fieldSetScan:
-		s.m = make(map[string]struct{}, 2*len(s.list))
-		for _, g := range s.list {
-			s.m[g] = struct{}{}
-		}
-	}
-}
-
-func (s *fieldSet) has(f string) bool {
-	if s.m != nil {
-		_, ok := s.m[f]
-		return ok
-	}
-	return slices.Contains(s.list, f)
-}
-
-func (s *fieldSet) len() int { return len(s.list) }
-
-func (s *fieldSet) reset() { s.list, s.m = s.list[:0], nil }

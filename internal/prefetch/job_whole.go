@@ -16,13 +16,13 @@ import (
 // levels ahead that is what keeps the application from waiting: a walk
 // that reads faster than one level per round trip outruns speculation that
 // fetches one level per round trip. It reports whether it did.
-func (w *chanceWalk) expandWhole(level []step, cands []candidate, short *fieldSet, d int) bool {
+func (w *chanceWalk) expandWhole(level []step, cands []candidate, short *fieldIndex, d int) bool {
 	s := w.s
 	if !s.fetcher.CanExpand() || d >= w.depth || !w.lacks(cands) {
 		return false // none to fetch: walk on through what is held
 	}
 	var b graph.Budget
-	if short.len() == 0 {
+	if len(short.fields) == 0 {
 		b = w.wholeBudget(level, d)
 	}
 	if ahead, ok := w.windowBudget(level, short, d); ok && (ahead.Depth > b.Depth || !subset(ahead.Fields, b.Fields)) {
@@ -98,7 +98,7 @@ func (w *chanceWalk) lacks(cands []candidate) bool {
 // read only in part), nor when the level's types are not read on below
 // through the followed fields (continues). Refs of other fields are left
 // out (an out-ref never followed).
-func (w *chanceWalk) windowBudget(level []step, short *fieldSet, d int) (graph.Budget, bool) {
+func (w *chanceWalk) windowBudget(level []step, short *fieldIndex, d int) (graph.Budget, bool) {
 	if d > w.ahead {
 		return graph.Budget{}, false
 	}
@@ -151,30 +151,14 @@ type fieldList struct {
 // fieldsOf returns the fields of level's objects, each with its longest list.
 func fieldsOf(level []step) []fieldList {
 	var out []fieldList
-	var index map[string]int // out's, once it has more than fieldSetScan
+	var index fieldIndex // out's fields
 	for _, st := range level {
 		for _, f := range listLengths(st.o) {
-			i := -1
-			if index != nil {
-				if j, ok := index[f.field]; ok {
-					i = j
-				}
-			} else {
-				i = slices.IndexFunc(out, func(g fieldList) bool { return g.field == f.field })
-			}
-			if i >= 0 {
+			if i := index.find(f.field); i >= 0 {
 				out[i].longest = max(out[i].longest, f.longest)
-				continue
-			}
-			out = append(out, f)
-			switch {
-			case index != nil:
-				index[f.field] = len(out) - 1
-			case len(out) > fieldSetScan:
-				index = make(map[string]int, 2*len(out))
-				for j, g := range out {
-					index[g.field] = j
-				}
+			} else {
+				index.add(f.field)
+				out = append(out, f)
 			}
 		}
 	}

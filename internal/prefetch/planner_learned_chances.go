@@ -51,13 +51,24 @@ func same(a, b string) bool {
 	return len(a) == len(b) && (unsafe.StringData(a) == unsafe.StringData(b) || a == b)
 }
 
-// fieldIndex finds which of an object's lists a field is, in the order
-// they were added: a scan of their fields while they are few, a map once
-// they are more than fieldSetScan (an object whose refs make up fields).
+// fieldIndex is a set of fields in the order added, each with its index
+// (which of an object's lists a field is, say): a scan of them while they
+// are few, a map once they are more than fieldIndexScan, so that objects
+// whose refs make up fields as they go cost each field a lookup, not a
+// scan.
 type fieldIndex struct {
 	fields []string
 	m      map[string]int
 }
+
+// fieldIndexScan is how many fields a fieldIndex scans before it keeps a
+// map: objects have a few.
+const fieldIndexScan = 16
+
+func (x *fieldIndex) has(f string) bool { return x.find(f) >= 0 }
+
+// reset empties x, keeping its slice.
+func (x *fieldIndex) reset() { x.fields, x.m = x.fields[:0], nil }
 
 // find returns f's index, -1 if it was not added.
 func (x *fieldIndex) find(f string) int {
@@ -76,7 +87,7 @@ func (x *fieldIndex) add(f string) int {
 	switch {
 	case x.m != nil:
 		x.m[f] = len(x.fields) - 1
-	case len(x.fields) > fieldSetScan:
+	case len(x.fields) > fieldIndexScan:
 		x.m = make(map[string]int, 2*len(x.fields))
 		for i, g := range x.fields {
 			x.m[g] = i
