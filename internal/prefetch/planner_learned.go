@@ -84,6 +84,7 @@ type Learned struct {
 	walked   []string                // walk's ids, in read order; guarded by mu
 	pace     pace                    // guarded by mu
 	refLists []refList               // listsOf's, reused; guarded by mu
+	refIndex fieldIndex              // refLists' fields; guarded by mu
 	rtt      time.Duration           // the demand round trip Read was last told of; guarded by mu
 	now      func() time.Time        // the clock; tests set it
 }
@@ -248,7 +249,7 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 	for j := 0; left > 0; j++ { // a hub's refs past its lists' first are never offered
 		r := o.Refs[j]
 		if !same(f.field, r.Field) {
-			i := slices.IndexFunc(lists, func(f refList) bool { return f.field == r.Field })
+			i := l.refIndex.find(r.Field)
 			if i < 0 {
 				continue // a field past maxLists
 			}

@@ -44,11 +44,12 @@ type refList struct {
 const maxLists = 32
 
 // listsOf returns o's lists, one per field (an object has few), in
-// l.refLists: valid until the next call; and how many refs of them are
-// offered, each list's first offersPerList.
+// l.refLists, indexed by field in l.refIndex: valid until the next call;
+// and how many refs of them are offered, each list's first offersPerList.
 func (l *Learned) listsOf(o *graph.Object) (lists []refList, offered int) {
 	lists = l.refLists[:0]
-	var index fieldIndex
+	index := &l.refIndex
+	index.reset()
 	i := -1 // the list of the ref before: a field's refs usually come together
 	for k := 0; k < len(o.Refs); k++ {
 		r := &o.Refs[k]
