@@ -3,6 +3,7 @@ package lookahead_test
 import (
 	"context"
 	"path/filepath"
+	"slices"
 	"testing"
 	"time"
 
@@ -98,6 +99,34 @@ func TestNearCacheIsPushedWhatTheSidecarPrefetches(t *testing.T) {
 	assert.GreaterOrEqual(t, c.NearStats().PushesUsed, uint64(2))
 	require.Eventually(t, func() bool { return prefetchUsed(t) >= usedBefore+2 }, waitFor, tick,
 		"the client reports the pushes it used, so the sidecar's prefetcher moves on")
+}
+
+// A sidecar whose cache holds what it predicts pushes it as it would what
+// it fetches: a near cache in front of a warm sidecar is filled by its
+// predictions too, not only by the application's own reads (each a sidecar
+// round trip).
+func TestNearCacheIsPushedWhatAWarmSidecarHolds(t *testing.T) {
+	ctx := context.Background()
+	children := []string{"task-3.36", "task-3.37", "task-3.38", "task-3.39", "task-3.40"}
+	other := dial(t, sidecarAddr)
+	_, _, err := other.BatchGet(ctx, append([]string{"task-3.7"}, children...), nil) // now held
+	require.NoError(t, err)
+
+	c := dial(t, sidecarAddr, lookahead.WithNearCache(8<<20))
+	nearHit(t, c, "task-3.5") // subscribed
+	_, _, err = c.BatchGet(ctx, []string{"task-3.7"}, &lookahead.Prefetch{Depth: lookahead.Uint32(1)})
+	require.NoError(t, err)
+	// No read of the children before they arrive: a read would fill the
+	// near cache itself.
+	require.Eventually(t, func() bool {
+		return !slices.ContainsFunc(children, func(id string) bool { return !lookahead.Holds(c, id) })
+	},
+		waitFor, tick, "the held children are pushed")
+	for _, id := range children {
+		_, st, err := c.Get(ctx, id, nil)
+		require.NoError(t, err)
+		assert.True(t, st.Near, "%s was pushed", id)
+	}
 }
 
 // prefetchUsed reads the shared sidecar's lookahead_prefetch_used_total.

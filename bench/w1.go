@@ -45,7 +45,11 @@ type w1Row struct {
 	Expand bool                // the row may use the origin's Expand: its lower bound is one round trip
 	Slow   bool                // one origin round trip per object
 	Near   bool                // the application reads through a client with a near cache
-	NA     string              // not run, and why
+	// Warm has another application read each query's graphs through the
+	// sidecar (untimed) before the timed one reads them: the sidecar's
+	// cache is warm, the application's near cache cold.
+	Warm bool
+	NA   string // not run, and why
 }
 
 // w1Sample is one repetition of one row, per query.
@@ -116,6 +120,7 @@ func (w *w1) buildRows(adaptive bool) {
 		{Name: "full_prefetch", Kind: "sidecar", Args: static, Hint: full, Expand: true},
 		{Name: "full_prefetch --no-expand", Kind: "sidecar", Args: append(static, "--no-expand"), Hint: full},
 		{Name: "full_prefetch + near cache", Kind: "sidecar", Args: static, Hint: full, Expand: true, Near: true},
+		{Name: "full_prefetch + near cache (warm sidecar)", Kind: "sidecar", Args: static, Hint: full, Expand: true, Near: true, Warm: true},
 		{Name: "adaptive", Kind: "sidecar", Args: []string{"--prefetch-mode", "adaptive"}, Expand: true},
 		{Name: "extra: GetGraph", Kind: "sidecar", Args: []string{"--prefetch-mode", "off"}, Graph: true, Expand: true},
 		{Name: "peer: direct", Kind: "direct", Slow: true},
@@ -254,6 +259,11 @@ func (w *w1) runSidecar(ctx context.Context, r w1Row, rep int) (s w1Sample, err 
 			err = serr
 		}
 	}()
+	if r.Warm { // before the near client subscribes: its pushes are its own
+		if err := w.warm(ctx, sc.c, r, rep); err != nil {
+			return s, err
+		}
+	}
 	cl := sc.c
 	if r.Near {
 		if cl, err = sc.nearClient(ctx); err != nil {
@@ -319,6 +329,28 @@ func (w *w1) runSidecar(ctx context.Context, r w1Row, rep int) (s w1Sample, err 
 	s.C = countersOf(after).minus(countersOf(before))
 	s.RoundTrips, s.Bytes = s.C.RoundTrips, s.C.Bytes
 	return s, nil
+}
+
+// warm reads every query of repetition rep through c, as the row's
+// application will: another application before it, untimed.
+func (w *w1) warm(ctx context.Context, c *lookahead.Client, r w1Row, rep int) error {
+	get := func(ctx context.Context, id string) (*lookaheadv1.Object, error) {
+		o, _, err := c.Get(ctx, id, nil)
+		return o, err
+	}
+	var s w1Sample
+	for q := 0; q < w.cfg.Queries; q++ {
+		rs, _, err := c.BatchGet(ctx, w.rootsOf(rep, q), r.Hint)
+		if err != nil {
+			return fmt.Errorf("warm-up query: %w", err)
+		}
+		for _, res := range rs {
+			if err := walkEach(ctx, res.Object, get, &s); err != nil {
+				return fmt.Errorf("warm-up walk: %w", err)
+			}
+		}
+	}
+	return nil
 }
 
 // getGraph asks for the query's whole graphs in one streamed GetGraph. Its

@@ -227,6 +227,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) error {
 	nf := hub.Fetcher(f)
 	o.sched.Metrics = wire.Prefetch(m)
 	o.sched.TierBytes = c.PrefetchBytes()
+	o.sched.Held = hub.Held // a warm cache's predictions are pushed too
 	sched, err := prefetch.New(o.sched, f, planner)
 	if err != nil {
 		return fmt.Errorf("prefetch config: %w", err)

@@ -48,7 +48,9 @@ type Origin interface {
 // the subscribers holding it; and what a speculative fetch brings (its ctx
 // carries origin.Speculative, as fetch.Config.Speculative marks it) is what
 // the scheduler predicts will be read next, so it is pushed, with reason
-// "prefetch" (a BatchGet) or "expand" (an Expand). A demand fetch is not
+// "prefetch" (a BatchGet) or "expand" (an Expand); so are the held objects
+// a speculative Expand names as known (its walk goes through them), with
+// reason "held". A demand fetch is not
 // pushed: the client that asked reads the answer itself, and no one
 // predicted that another client will.
 func (h *Hub) Fetching(o Origin) Origin { return fetching{o, h} }
@@ -78,6 +80,9 @@ func (f fetching) MaxKnown() int {
 
 func (f fetching) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
 	spec := speculative(ctx)
+	if spec {
+		f.hub.Held(known) // walked through by the origin, never sent: predicted all the same
+	}
 	return f.Origin.Expand(ctx, roots, known, b, func(level int, objs []*graph.Object, missing []string) error {
 		f.hub.fetched(objs)
 		if spec {

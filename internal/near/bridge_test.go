@@ -70,3 +70,19 @@ func TestFetchingPushesWhatIsFetchedSpeculatively(t *testing.T) {
 	assert.Equal(t, "prefetch", evs[0].Reason)
 	assert.Equal(t, "expand", evs[1].Reason)
 }
+
+func TestFetchingPushesTheHeldObjectsASpeculativeExpandWalksThrough(t *testing.T) {
+	h := newHub(t, Config{})
+	s := h.Subscribe(1<<20, "")
+	defer h.Unsubscribe(s)
+	o := h.Fetching(fakeOrigin{})
+	known := []*graph.Object{obj("k1", 2), obj("k2", 3)}
+	none := func(int, []*graph.Object, []string) error { return nil }
+	require.NoError(t, o.Expand(context.Background(), []string{"a"}, known, graph.Budget{}, none))
+	assert.Empty(t, h.Take(s, 10), "a demand's held objects are not predictions")
+
+	require.NoError(t, o.Expand(origin.Speculative(context.Background()), []string{"b"}, known, graph.Budget{}, none))
+	evs := h.Take(s, 10)
+	assert.Equal(t, []string{"push k1 v2", "push k2 v3", "push b v1"}, kinds(evs))
+	assert.Equal(t, []string{"held", "held", "expand"}, []string{evs[0].Reason, evs[1].Reason, evs[2].Reason})
+}

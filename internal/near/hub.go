@@ -123,6 +123,9 @@ type Hub struct {
 	held   int64 // bytes of the ids every subscriber is tracked for (HeldBytes)
 	closed bool
 	next   atomic.Uint64
+	// pushing counts the registered subscribers with a budget: without
+	// one, a prediction is dropped before the lock.
+	pushing atomic.Int32
 }
 
 // New makes a hub, registering its metrics on reg. Close must follow.
@@ -153,6 +156,9 @@ func (h *Hub) Subscribe(budget int64, name string) *Subscriber {
 	full := len(h.subs) >= h.cfg.MaxSubscribers
 	if !full {
 		h.subs[s.ID] = s
+		if budget > 0 {
+			h.pushing.Add(1)
+		}
 	}
 	h.mu.Unlock()
 	if full {
@@ -166,6 +172,9 @@ func (h *Hub) Subscribe(budget int64, name string) *Subscriber {
 func (h *Hub) Unsubscribe(s *Subscriber) {
 	h.mu.Lock()
 	_, ok := h.subs[s.ID]
+	if ok && s.budget > 0 {
+		h.pushing.Add(-1)
+	}
 	delete(h.subs, s.ID)
 	h.unqueueLocked(s)
 	h.unholdAllLocked(s)
@@ -284,7 +293,7 @@ func (h *Hub) flushLocked(s *Subscriber, reason string) {
 // and all queued pushes within Config.QueueBytes; pushes never disconnect a
 // subscriber (a busy queue drops them, counted).
 func (h *Hub) Predicted(objs []*graph.Object, reason string) {
-	if len(objs) == 0 {
+	if len(objs) == 0 || h.pushing.Load() == 0 {
 		return
 	}
 	h.mu.Lock()
@@ -310,6 +319,13 @@ func (h *Hub) Predicted(objs []*graph.Object, reason string) {
 	}
 	h.m.queued.Set(float64(h.queued))
 }
+
+// Held offers objects the cache holds where the scheduler predicts reads
+// (prefetch.Config.Held): pushed as Predicted pushes, reason "held". A
+// cold cache's predictions are pushed as the origin sends them; a warm
+// one's are already held, and without this a near cache in front of a
+// warm sidecar would be filled by nothing but the application's own reads.
+func (h *Hub) Held(objs []*graph.Object) { h.Predicted(objs, "held") }
 
 // unqueueLocked forgets the pushes queued for s, which its queue is about
 // to drop.

@@ -220,3 +220,26 @@ func TestConfigIsValidated(t *testing.T) {
 		})
 	}
 }
+
+func TestHeldObjectsArePushedAsPredictions(t *testing.T) {
+	h := newHub(t, Config{})
+	a := h.Subscribe(1<<20, "a")
+	h.Unsubscribe(a)
+	h.Unsubscribe(a) // twice: counted out once
+	watcher := h.Subscribe(0, "watcher")
+	defer h.Unsubscribe(watcher)
+	h.Held([]*graph.Object{obj("x", 1)}) // nobody to push to
+	b := h.Subscribe(1<<20, "b")
+	defer h.Unsubscribe(b)
+	h.Held([]*graph.Object{obj("y", 1), obj("z", 2)})
+	evs := h.Take(b, 10)
+	assert.Equal(t, []string{"push y v1", "push z v2"}, kinds(evs), "x was offered before b subscribed")
+	for _, e := range evs {
+		assert.Equal(t, "held", e.Reason)
+	}
+	assert.Empty(t, h.Take(watcher, 10), "a subscriber without a budget is pushed nothing")
+	h.Held([]*graph.Object{obj("y", 1)})
+	assert.Empty(t, h.Take(b, 10), "held by b already: not pushed again")
+	h.Changed("y", 3, false)
+	assert.Equal(t, []string{"invalidation y v3"}, kinds(h.Take(b, 10)), "a pushed id is tracked")
+}

@@ -15,16 +15,25 @@ import (
 func (s *Scheduler) expand(ctx context.Context, j job) {
 	plan := graph.NewPlan(j.roots, j.budget)
 	var xs []*fetch.Expansion // this job's Expand calls: what they brought stays visible to the plan
+	var held []*graph.Object  // what the cache held of a step, for Config.Held
 	have := func(id string) (*graph.Object, bool) {
 		for _, x := range xs {
 			if o, known := x.Lookup(id); known {
 				return o, true
 			}
 		}
-		return s.fetcher.Peek(id)
+		o, known := s.fetcher.Peek(id)
+		if o != nil {
+			held = append(held, o)
+		}
+		return o, known
 	}
 	for ctx.Err() == nil {
 		st, ok := plan.Step(have)
+		if len(held) > 0 {
+			s.cfg.Held(held)
+			held = held[:0]
+		}
 		if !ok {
 			if j.capped && plan.Remaining() == 0 {
 				s.cfg.Metrics.Clamped() // the tier's cap, not the planner's, ended it

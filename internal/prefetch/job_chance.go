@@ -126,6 +126,7 @@ func (s *Scheduler) expandChances(ctx context.Context, j job) {
 		cands []candidate
 		short fieldIndex // the fields of the refs not fetched
 		next  []step     // the level below, reusing the one above's slice
+		held  []*graph.Object
 	)
 	idle := 0 // levels in a row with nothing to fetch
 	for d := 1; d <= w.depth && len(level) > 0 && ctx.Err() == nil; d++ {
@@ -137,6 +138,7 @@ func (s *Scheduler) expandChances(ctx context.Context, j job) {
 		var fetch []string
 		var due map[string]candidate
 		next, fetch, due = w.admit(cands, next[:0])
+		held = w.held(next, held[:0])
 		if idle = idle + 1; len(fetch) > 0 {
 			idle = 0
 		} else if idle >= maxIdleLevels && d >= w.ahead {
@@ -152,6 +154,19 @@ func (s *Scheduler) expandChances(ctx context.Context, j job) {
 		}
 		level, next = next, level
 	}
+}
+
+// held tells Config.Held of the objects of next, those admit found held,
+// and returns buf, the slice it used.
+func (w *chanceWalk) held(next []step, buf []*graph.Object) []*graph.Object {
+	if len(next) == 0 {
+		return buf
+	}
+	for _, st := range next {
+		buf = append(buf, st.o)
+	}
+	w.s.cfg.Held(buf)
+	return buf
 }
 
 // step is an object a chance expansion reached, with the chance that the

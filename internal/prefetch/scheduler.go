@@ -66,6 +66,13 @@ type Config struct {
 	// Window paces speculative origin calls below Workers (see Window);
 	// nil = NewWindow(Workers, Metrics), which nothing moves.
 	Window *Window
+	// Held, if not nil, is told of the held objects a job walks through
+	// where it predicts reads: what it would have fetched had the cache
+	// not held them, a level (or a plan's step) at a time. The near-cache
+	// hub pushes them (near.Hub.Held): a warm cache predicts as much as a
+	// cold one, and only the cold one's predictions arrive from the
+	// origin. Called on a worker; it must not block.
+	Held func(objs []*graph.Object)
 }
 
 func (c *Config) setDefaults() {
@@ -80,6 +87,9 @@ func (c *Config) setDefaults() {
 	}
 	if c.Metrics == nil {
 		c.Metrics = nopMetrics{}
+	}
+	if c.Held == nil {
+		c.Held = func([]*graph.Object) {}
 	}
 }
 

@@ -1207,7 +1207,8 @@ func (x *NearInvalidation) GetDeleted() bool {
 type NearPush struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Object *Object                `protobuf:"bytes,1,opt,name=object,proto3" json:"object,omitempty"`
-	// reason names the prediction, for metrics: "prefetch" or "expand".
+	// reason names the prediction, for metrics: "prefetch" (fetched by
+	// BatchGet), "expand" (fetched by Expand) or "held" (the sidecar held it).
 	Reason        string `protobuf:"bytes,2,opt,name=reason,proto3" json:"reason,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -1,0 +1,85 @@
+package prefetch
+
+import (
+	"context"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/cache"
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// heldLog records what Config.Held is told.
+type heldLog struct {
+	mu  sync.Mutex
+	ids []string
+}
+
+func (l *heldLog) held(objs []*graph.Object) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, o := range objs {
+		l.ids = append(l.ids, o.ID)
+	}
+}
+
+// take returns the ids told so far, sorted and deduplicated, and forgets them.
+func (l *heldLog) take() []string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	ids := slices.Compact(slices.Sorted(slices.Values(l.ids)))
+	l.ids = nil
+	return ids
+}
+
+// below returns the ids of objs other than root's, sorted.
+func below(objs []*graph.Object, root string) []string {
+	var ids []string
+	for _, o := range objs {
+		if o.ID != root {
+			ids = append(ids, o.ID)
+		}
+	}
+	slices.Sort(ids)
+	return ids
+}
+
+// A job that walks through what the cache holds tells Config.Held of it:
+// those are its predictions as much as what it fetches, and a warm cache
+// fetches nothing. A cold job's fetched objects are not told (the origin
+// brought them; near.Hub.Fetching pushes those).
+func TestJobsTellWhatTheyFindHeld(t *testing.T) {
+	objs := tree(t, 2, 3) // a root, 2 children, 4 grandchildren
+	root := objs[0].ID
+	for _, tc := range []struct {
+		name string
+		mode Mode
+		p    Planner
+		hint Hint
+	}{
+		{"static, a request's hint", ModeStatic, Static{Depth: 2}, Hint{Depth: new(2)}},
+		{"adaptive, the chooser's chances", ModeAdaptive, fixedChooser{chance: 1, near: 0.5, far: 0.5}, Hint{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var log heldLog
+			fo := newFakeOrigin(objs)
+			r := newRig(t, fo, Config{Mode: tc.mode, Held: log.held}, tc.p, cache.Config{})
+			ctx := context.Background()
+			_, _, err := r.engine.Get(ctx, []string{root}, tc.hint)
+			require.NoError(t, err)
+			r.engine.s.Idle()
+			assert.Empty(t, log.take(), "a cold job finds nothing held")
+			asked := len(fo.AskedIDs())
+
+			_, _, err = r.engine.Get(ctx, []string{root}, tc.hint)
+			require.NoError(t, err)
+			r.engine.s.Idle()
+			assert.Equal(t, below(objs, root), log.take(), "the warm job walks through everything below the root")
+			assert.Len(t, fo.AskedIDs(), asked, "and fetches nothing")
+		})
+	}
+}
