@@ -2,10 +2,12 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"google.golang.org/protobuf/proto"
@@ -13,6 +15,7 @@ import (
 	"github.com/lookahead-dev/lookahead"
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/scrape"
 )
 
 // W1Config sizes W1, db4o's task trees.
@@ -49,6 +52,11 @@ type w1Row struct {
 	// sidecar (untimed) before the timed one reads them: the sidecar's
 	// cache is warm, the application's near cache cold.
 	Warm bool
+	// Apps, past 1, is how many applications read at once through the
+	// sidecar, each with its own near cache and its own query's graphs
+	// (roots a share of the trees apart): the worker processes of one
+	// service. The row's figures are for all of them together.
+	Apps int
 	NA   string // not run, and why
 }
 
@@ -121,6 +129,7 @@ func (w *w1) buildRows(adaptive bool) {
 		{Name: "full_prefetch --no-expand", Kind: "sidecar", Args: append(static, "--no-expand"), Hint: full},
 		{Name: "full_prefetch + near cache", Kind: "sidecar", Args: static, Hint: full, Expand: true, Near: true},
 		{Name: "full_prefetch + near cache (warm sidecar)", Kind: "sidecar", Args: static, Hint: full, Expand: true, Near: true, Warm: true},
+		{Name: "full_prefetch + near cache (two applications)", Kind: "sidecar", Args: static, Hint: full, Expand: true, Near: true, Apps: 2},
 		{Name: "adaptive", Kind: "sidecar", Args: []string{"--prefetch-mode", "adaptive"}, Expand: true},
 		{Name: "extra: GetGraph", Kind: "sidecar", Args: []string{"--prefetch-mode", "off"}, Graph: true, Expand: true},
 		{Name: "peer: direct", Kind: "direct", Slow: true},
@@ -264,6 +273,9 @@ func (w *w1) runSidecar(ctx context.Context, r w1Row, rep int) (s w1Sample, err 
 			return s, err
 		}
 	}
+	if r.Apps > 1 {
+		return w.runApps(ctx, sc, r, rep)
+	}
 	cl := sc.c
 	if r.Near {
 		if cl, err = sc.nearClient(ctx); err != nil {
@@ -322,13 +334,94 @@ func (w *w1) runSidecar(ctx context.Context, r w1Row, rep int) (s w1Sample, err 
 		}
 		s.Walk += time.Since(start)
 	}
-	after, err := sc.scrape(ctx)
+	return s, s.countSince(ctx, sc, before)
+}
+
+// runApps runs row r's queries of repetition rep for r.Apps applications
+// at once, each through its own near-cache client and with its own roots
+// (rootsFor); the sample is of all of them: query time until the last
+// application's roots are answered, walk time from then until the last
+// walk ends, objects and CPU summed.
+func (w *w1) runApps(ctx context.Context, sc *sidecar, r w1Row, rep int) (s w1Sample, err error) {
+	clients := make([]*lookahead.Client, r.Apps)
+	for i := range clients {
+		if clients[i], err = sc.nearClient(ctx); err != nil {
+			return s, err
+		}
+		defer clients[i].Close()
+	}
+	before, err := sc.scrape(ctx)
 	if err != nil {
 		return s, err
 	}
+	cpu := procCPU(sc.proc.PID())
+	samples := make([]w1Sample, r.Apps)
+	errs := make([]error, r.Apps)
+	var wg sync.WaitGroup
+	start := time.Now()
+	for a, c := range clients {
+		wg.Go(func() {
+			get := func(ctx context.Context, id string) (*lookaheadv1.Object, error) {
+				o, _, err := c.Get(ctx, id, nil)
+				return o, err
+			}
+			for q := 0; q < w.cfg.Queries && errs[a] == nil; q++ {
+				qs := time.Now()
+				rs, missing, err := c.BatchGet(ctx, w.rootsFor(rep, q, a, r.Apps), r.Hint)
+				if err == nil && len(missing) > 0 {
+					err = fmt.Errorf("query: missing %v", missing)
+				}
+				if errs[a] = err; err != nil {
+					return
+				}
+				samples[a].Query += time.Since(qs)
+				for _, res := range rs {
+					if errs[a] = walkEach(ctx, res.Object, get, &samples[a]); errs[a] != nil {
+						return
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	wall := time.Since(start)
+	s.SidecarCPU = procCPU(sc.proc.PID()) - cpu
+	if err := errors.Join(errs...); err != nil {
+		return s, err
+	}
+	for _, a := range samples {
+		s.Query = max(s.Query, a.Query)
+		s.Objects += a.Objects
+	}
+	s.Wire = samples[0].Wire // one query's, as every row's: the lower bound is one application's
+	s.Walk = wall - s.Query
+	return s, s.countSince(ctx, sc, before)
+}
+
+// countSince sets s's counters to what sc counted since before.
+func (s *w1Sample) countSince(ctx context.Context, sc *sidecar, before scrape.Samples) error {
+	after, err := sc.scrape(ctx)
+	if err != nil {
+		return err
+	}
 	s.C = countersOf(after).minus(countersOf(before))
 	s.RoundTrips, s.Bytes = s.C.RoundTrips, s.C.Bytes
-	return s, nil
+	return nil
+}
+
+// rootsFor is rootsOf for application app of apps reading at once: each
+// a share of the trees further on, so that their graphs differ.
+func (w *w1) rootsFor(rep, q, app, apps int) []string {
+	ids := w.rootsOf(rep, q)
+	if app == 0 {
+		return ids
+	}
+	g := graph.TaskTrees{}
+	base := (rep*w.cfg.Queries+q)*w.cfg.ResultSize + app*w.cfg.Roots/apps
+	for i := range ids {
+		ids[i] = g.RootID((base + i) % w.cfg.Roots)
+	}
+	return ids
 }
 
 // warm reads every query of repetition rep through c, as the row's

@@ -8,6 +8,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 	"github.com/lookahead-dev/lookahead/internal/origin"
+	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
 // Fetcher is f with the hub told of every write-side event it applies
@@ -64,7 +65,7 @@ func (f fetching) BatchGet(ctx context.Context, ids []string) ([]*graph.Object, 
 	found, missing, err := f.Origin.BatchGet(ctx, ids)
 	f.hub.fetched(found)
 	if err == nil && speculative(ctx) {
-		f.hub.Predicted(found, "prefetch")
+		f.hub.predicted(prefetch.From(ctx), found, "prefetch")
 	}
 	return found, missing, err
 }
@@ -79,14 +80,14 @@ func (f fetching) MaxKnown() int {
 }
 
 func (f fetching) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
-	spec := speculative(ctx)
+	spec, from := speculative(ctx), prefetch.From(ctx)
 	if spec {
-		f.hub.Held(known) // walked through by the origin, never sent: predicted all the same
+		f.hub.predicted(from, known, "held") // walked through by the origin, never sent: predicted all the same
 	}
 	return f.Origin.Expand(ctx, roots, known, b, func(level int, objs []*graph.Object, missing []string) error {
 		f.hub.fetched(objs)
 		if spec {
-			f.hub.Predicted(objs, "expand")
+			f.hub.predicted(from, objs, "expand")
 		}
 		return fn(level, objs, missing)
 	})

@@ -14,6 +14,7 @@ import (
 	"github.com/lookahead-dev/lookahead/internal/metrics"
 	"github.com/lookahead-dev/lookahead/internal/metrics/wire"
 	"github.com/lookahead-dev/lookahead/internal/origin"
+	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
 type fakeOrigin struct{}
@@ -85,4 +86,19 @@ func TestFetchingPushesTheHeldObjectsASpeculativeExpandWalksThrough(t *testing.T
 	evs := h.Take(s, 10)
 	assert.Equal(t, []string{"push k1 v2", "push k2 v3", "push b v1"}, kinds(evs))
 	assert.Equal(t, []string{"held", "held", "expand"}, []string{evs[0].Reason, evs[1].Reason, evs[2].Reason})
+}
+
+func TestFetchingPushesAJobsFetchesToItsReaders(t *testing.T) {
+	h := newHub(t, Config{})
+	a, b := h.Subscribe(1<<20, "a"), h.Subscribe(1<<20, "b")
+	defer h.Unsubscribe(a)
+	defer h.Unsubscribe(b)
+	h.Track(a.ID, []string{"ra"})
+	o := h.Fetching(fakeOrigin{})
+	ctx := origin.Speculative(prefetch.WithFrom(context.Background(), []string{"ra"}))
+	_, _, err := o.BatchGet(ctx, []string{"c"})
+	require.NoError(t, err)
+	require.NoError(t, o.Expand(ctx, []string{"d"}, []*graph.Object{obj("k", 1)}, graph.Budget{}, func(int, []*graph.Object, []string) error { return nil }))
+	assert.Equal(t, []string{"push c v1", "push k v1", "push d v1"}, kinds(h.Take(a, 10)))
+	assert.Empty(t, h.Take(b, 10), "b read nothing the job expands below")
 }

@@ -4,6 +4,7 @@
 package near
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strconv"
@@ -14,6 +15,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
+	"github.com/lookahead-dev/lookahead/internal/prefetch"
 )
 
 // Config tunes the hub. Zero values take the defaults.
@@ -292,14 +294,24 @@ func (h *Hub) flushLocked(s *Subscriber, reason string) {
 // change announced for them, while its queued pushes stay within its budget
 // and all queued pushes within Config.QueueBytes; pushes never disconnect a
 // subscriber (a busy queue drops them, counted).
-func (h *Hub) Predicted(objs []*graph.Object, reason string) {
+func (h *Hub) Predicted(objs []*graph.Object, reason string) { h.predicted(nil, objs, reason) }
+
+// predicted is Predicted for the subscribers holding one of from, the ids
+// the prediction's job expands below (prefetch.From): the applications
+// that read them, or were pushed them. One sidecar serving several
+// applications (the worker processes of one service, each with its own
+// near cache) pushes each its own predictions, not everyone's: with N
+// workers, everyone's would be N times the pushes, each near cache filled
+// with the others' predictions at the expense of its own. nil from, a
+// prediction of no job, goes to every subscriber.
+func (h *Hub) predicted(from []string, objs []*graph.Object, reason string) {
 	if len(objs) == 0 || h.pushing.Load() == 0 {
 		return
 	}
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	for _, s := range h.subs {
-		if s.budget <= 0 || s.closed {
+		if s.budget <= 0 || s.closed || from != nil && !s.holdsAny(from) {
 			continue
 		}
 		for _, o := range objs {
@@ -320,12 +332,15 @@ func (h *Hub) Predicted(objs []*graph.Object, reason string) {
 	h.m.queued.Set(float64(h.queued))
 }
 
-// Held offers objects the cache holds where the scheduler predicts reads
-// (prefetch.Config.Held): pushed as Predicted pushes, reason "held". A
-// cold cache's predictions are pushed as the origin sends them; a warm
-// one's are already held, and without this a near cache in front of a
-// warm sidecar would be filled by nothing but the application's own reads.
-func (h *Hub) Held(objs []*graph.Object) { h.Predicted(objs, "held") }
+// Held offers objects the cache holds where the job of ctx predicts reads
+// (prefetch.Config.Held), to the subscribers it predicts for (predicted),
+// reason "held". A cold cache's predictions are pushed as the origin sends
+// them; a warm one's are already held, and without this a near cache in
+// front of a warm sidecar would be filled by nothing but the
+// application's own reads.
+func (h *Hub) Held(ctx context.Context, objs []*graph.Object) {
+	h.predicted(prefetch.From(ctx), objs, "held")
+}
 
 // unqueueLocked forgets the pushes queued for s, which its queue is about
 // to drop.

@@ -69,3 +69,13 @@ func (s *Subscriber) signal() {
 	default:
 	}
 }
+
+// holdsAny reports whether s holds one of ids. Called with the hub's lock.
+func (s *Subscriber) holdsAny(ids []string) bool {
+	for _, id := range ids {
+		if _, ok := s.held[id]; ok {
+			return true
+		}
+	}
+	return false
+}

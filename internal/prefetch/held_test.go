@@ -15,13 +15,15 @@ import (
 
 // heldLog records what Config.Held is told.
 type heldLog struct {
-	mu  sync.Mutex
-	ids []string
+	mu   sync.Mutex
+	ids  []string
+	from [][]string // From of each call's context
 }
 
-func (l *heldLog) held(objs []*graph.Object) {
+func (l *heldLog) held(ctx context.Context, objs []*graph.Object) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	l.from = append(l.from, From(ctx))
 	for _, o := range objs {
 		l.ids = append(l.ids, o.ID)
 	}
@@ -79,6 +81,9 @@ func TestJobsTellWhatTheyFindHeld(t *testing.T) {
 			require.NoError(t, err)
 			r.engine.s.Idle()
 			assert.Equal(t, below(objs, root), log.take(), "the warm job walks through everything below the root")
+			for _, from := range log.from {
+				assert.Equal(t, []string{root}, from, "told whom the prediction is for: the reader of the root")
+			}
 			assert.Len(t, fo.AskedIDs(), asked, "and fetches nothing")
 		})
 	}

@@ -31,7 +31,7 @@ func (s *Scheduler) expand(ctx context.Context, j job) {
 	for ctx.Err() == nil {
 		st, ok := plan.Step(have)
 		if len(held) > 0 {
-			s.cfg.Held(held)
+			s.cfg.Held(ctx, held)
 			held = held[:0]
 		}
 		if !ok {

@@ -165,7 +165,7 @@ func (w *chanceWalk) held(next []step, buf []*graph.Object) []*graph.Object {
 	for _, st := range next {
 		buf = append(buf, st.o)
 	}
-	w.s.cfg.Held(buf)
+	w.s.cfg.Held(w.ctx, buf)
 	return buf
 }
 

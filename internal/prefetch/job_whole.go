@@ -43,17 +43,20 @@ func (w *chanceWalk) expandWhole(level []step, cands []candidate, short *fieldIn
 		roots = append(roots, c.id)
 	}
 	roots = dedupe(roots)
-	if !s.whole.enter(roots, b, w.budget) {
+	if !s.whole.enter(roots, From(w.ctx), b, w.budget) {
 		return true // left to the Expand in flight (wholeGate)
 	}
+	ctx := w.ctx
 	for len(roots) > 0 {
-		x, err := s.runExpansion(w.ctx, roots, b)
+		x, err := s.runExpansion(ctx, roots, b)
 		if err != nil {
 			s.whole.leave()
 			return !errors.Is(err, errors.ErrUnsupported) // trouble: stop; unsupported: level by level
 		}
 		_, _ = x.JoinedRoots(w.ctx)
-		roots, b = w.nextWhole()
+		var from []string
+		roots, from, b = w.nextWhole()
+		ctx = WithFrom(w.ctx, from) // the Expand is for the jobs that left its roots
 	}
 	return true
 }
@@ -63,16 +66,16 @@ func (w *chanceWalk) expandWhole(level []step, cands []candidate, short *fieldIn
 // whose roots are all held now (an Expand from them would most likely
 // cost a round trip for nothing, as lacks judges a job's own); nil when
 // none are left, and the gate is open.
-func (w *chanceWalk) nextWhole() ([]string, graph.Budget) {
+func (w *chanceWalk) nextWhole() (roots, from []string, b graph.Budget) {
 	for {
-		roots, b := w.s.whole.next(w.s.fetcher.BatchSize())
+		roots, from, b = w.s.whole.next(w.s.fetcher.BatchSize())
 		if len(roots) == 0 {
-			return nil, b
+			return nil, nil, b
 		}
 		roots = dedupe(roots)
 		if slices.ContainsFunc(roots, func(id string) bool { _, known := w.s.fetcher.Peek(id); return !known }) {
 			b.MaxObjects = min(b.MaxObjects, w.budget+len(roots))
-			return roots, b
+			return roots, from, b
 		}
 	}
 }

@@ -22,13 +22,15 @@ type wholeGate struct {
 	mu     sync.Mutex
 	busy   bool
 	roots  []string     // left by jobs that found the gate busy, first first
+	from   []string     // the ids those jobs expand below (From), for whom the Expand is
 	budget graph.Budget // theirs, merged
 }
 
 // enter reports whether the caller holds the gate now and must run its
-// Expand; if not, roots and b were left to the holder, up to limit roots
-// waiting (past it, the levels are dropped: the next reads ask again).
-func (g *wholeGate) enter(roots []string, b graph.Budget, limit int) bool {
+// Expand; if not, roots and b were left to the holder, with from, the ids
+// the caller's job expands below, up to limit roots waiting (past it, the
+// levels are dropped: the next reads ask again).
+func (g *wholeGate) enter(roots, from []string, b graph.Budget, limit int) bool {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if !g.busy {
@@ -44,27 +46,29 @@ func (g *wholeGate) enter(roots []string, b graph.Budget, limit int) bool {
 		g.budget = mergeBudgets(g.budget, b)
 	}
 	g.roots = append(g.roots, roots...)
+	g.from = append(g.from, from...)
 	return false
 }
 
 // next hands the holder at most n of the roots left while its Expand was in
 // flight (an origin takes at least the fetcher's batch of ids per request),
-// and their budget, keeping the gate; with none left it opens the gate and
-// returns nil.
-func (g *wholeGate) next(n int) ([]string, graph.Budget) {
+// their budget and the ids their jobs expand below (all of them, with each
+// part of the roots), keeping the gate; with none left it opens the gate
+// and returns nil.
+func (g *wholeGate) next(n int) (roots, from []string, b graph.Budget) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	if len(g.roots) == 0 {
-		g.busy, g.budget = false, graph.Budget{}
-		return nil, graph.Budget{}
+		g.busy, g.from, g.budget = false, nil, graph.Budget{}
+		return nil, nil, graph.Budget{}
 	}
 	n = min(n, len(g.roots))
-	roots, b := slices.Clone(g.roots[:n]), g.budget
+	roots, from, b = slices.Clone(g.roots[:n]), g.from, g.budget
 	g.roots = g.roots[n:]
 	if len(g.roots) == 0 {
-		g.roots, g.budget = nil, graph.Budget{}
+		g.roots, g.from, g.budget = nil, nil, graph.Budget{}
 	}
-	return roots, b
+	return roots, from, b
 }
 
 // leave opens the gate and forgets what waited: the holder's Expand failed
@@ -73,7 +77,7 @@ func (g *wholeGate) next(n int) ([]string, graph.Budget) {
 func (g *wholeGate) leave() {
 	g.mu.Lock()
 	defer g.mu.Unlock()
-	g.busy, g.roots, g.budget = false, nil, graph.Budget{}
+	g.busy, g.roots, g.from, g.budget = false, nil, nil, graph.Budget{}
 }
 
 // mergeBudgets is a budget covering both a and b: the deeper depth, both

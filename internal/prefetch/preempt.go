@@ -54,7 +54,7 @@ type runs map[*run]struct{}
 
 // start registers j as running under parent and returns its run.
 func (rs runs) start(parent context.Context, j job) *run {
-	ctx, abandon := fetch.Abandonable(parent)
+	ctx, abandon := fetch.Abandonable(WithFrom(parent, j.from()))
 	ctx, cancel := context.WithCancel(ctx)
 	r := &run{ctx: ctx, abandon: abandon, cancel: cancel, triggers: j.triggers, client: j.client}
 	rs[r] = struct{}{}

@@ -68,11 +68,12 @@ type Config struct {
 	Window *Window
 	// Held, if not nil, is told of the held objects a job walks through
 	// where it predicts reads: what it would have fetched had the cache
-	// not held them, a level (or a plan's step) at a time. The near-cache
-	// hub pushes them (near.Hub.Held): a warm cache predicts as much as a
-	// cold one, and only the cold one's predictions arrive from the
-	// origin. Called on a worker; it must not block.
-	Held func(objs []*graph.Object)
+	// not held them, a level (or a plan's step) at a time, with the job's
+	// context (see From). The near-cache hub pushes them (near.Hub.Held):
+	// a warm cache predicts as much as a cold one, and only the cold
+	// one's predictions arrive from the origin. Called on a worker; it
+	// must not block.
+	Held func(ctx context.Context, objs []*graph.Object)
 }
 
 func (c *Config) setDefaults() {
@@ -89,7 +90,7 @@ func (c *Config) setDefaults() {
 		c.Metrics = nopMetrics{}
 	}
 	if c.Held == nil {
-		c.Held = func([]*graph.Object) {}
+		c.Held = func(context.Context, []*graph.Object) {}
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
@@ -22,12 +23,12 @@ import (
 
 // TestSubscribersThatNeverReadHoldAtMostTheQueueBytes: near-cache
 // subscribers with the largest budget never read their streams while
-// another client's reads make the sidecar prefetch, and so push, 1200
-// objects (about 400 KB, more than a stream's flow-control window and one
-// message of events). What their queues hold stays within the hub's
-// QueueBytes, where each would otherwise hold everything pushed since it
-// stopped reading, objects the cache may have let go of; the other
-// client's reads are all answered.
+// their reads (through another connection) make the sidecar prefetch, and
+// so push, 1200 objects (about 400 KB, more than a stream's flow-control
+// window and one message of events). What their queues hold stays within
+// the hub's QueueBytes, where each would otherwise hold everything pushed
+// since it stopped reading, objects the cache may have let go of; the
+// reads are all answered.
 func TestSubscribersThatNeverReadHoldAtMostTheQueueBytes(t *testing.T) {
 	const roots, fanout, limit = 300, 4, 32 << 10
 	var objs []*graph.Object
@@ -49,17 +50,21 @@ func TestSubscribersThatNeverReadHoldAtMostTheQueueBytes(t *testing.T) {
 	// A fixed flow-control window: gRPC's own grows with the bandwidth
 	// measured, and over memory it would take all the pushes in.
 	slow := lookaheadv1.NewSidecarServiceClient(r.dial(grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10)))
-	for range 5 {
+	const subscribers = 5
+	var subs []string
+	for range subscribers {
 		s, err := slow.Subscribe(ctx, &lookaheadv1.SubscribeRequest{BudgetBytes: 1 << 62, ClientName: "never reads"})
 		require.NoError(t, err)
-		_, err = s.Recv() // the hello, then nothing
+		hello, err := s.Recv() // the hello, then nothing
 		require.NoError(t, err)
+		subs = append(subs, hello.GetEvents()[0].GetHello().GetSubscriberId())
 	}
 	reader := lookaheadv1.NewSidecarServiceClient(r.dial())
-	for i := 0; i < roots; i += 100 {
-		resp, err := reader.BatchGet(ctx, &lookaheadv1.BatchGetRequest{Ids: ids[i : i+100]})
+	for i, per := 0, roots/subscribers; i < roots; i += per {
+		as := metadata.AppendToOutgoingContext(ctx, SubscriberHeader, subs[i/per]) // what is below is pushed to it
+		resp, err := reader.BatchGet(as, &lookaheadv1.BatchGetRequest{Ids: ids[i : i+per]})
 		require.NoError(t, err)
-		require.Len(t, resp.GetResults(), 100, "the other client is answered")
+		require.Len(t, resp.GetResults(), per, "the reads are answered")
 	}
 	require.Eventually(t, func() bool {
 		for _, o := range objs {

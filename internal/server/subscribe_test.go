@@ -30,7 +30,8 @@ type subscription struct {
 
 func subscribe(t *testing.T, r *rig, budget uint64) *subscription {
 	t.Helper()
-	ctx, cancel := context.WithCancel(context.Background())
+	// A deadline: an event that never comes fails the test, not the package.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
 	st, err := r.client.Subscribe(ctx, &lookaheadv1.SubscribeRequest{BudgetBytes: budget, ClientName: "test"})
 	require.NoError(t, err)
@@ -92,12 +93,12 @@ func TestSubscriberHearsOfWritesToWhatItRead(t *testing.T) {
 	assert.True(t, inv.GetDeleted())
 }
 
-func TestSubscriberIsPushedWhatTheSidecarPrefetches(t *testing.T) {
+func TestSubscriberIsPushedWhatTheSidecarPrefetchesForIt(t *testing.T) {
 	r := newRig(t, taskTree(t, 1, 1, 3), rigOptions{engine: prefetch.Config{Mode: prefetch.ModeStatic}, planner: prefetch.Static{Depth: 1}})
-	s := subscribe(t, r, 1<<20)
-	// Another client's read: what it demanded is its own, what the
-	// scheduler prefetches below it is pushed.
-	_, err := r.client.Get(context.Background(), &lookaheadv1.GetRequest{Id: "task-0"})
+	s, other := subscribe(t, r, 1<<20), subscribe(t, r, 1<<20)
+	// The subscriber's read: what it demanded it reads itself, what the
+	// scheduler prefetches below it is pushed to it.
+	_, err := r.client.Get(s.ctx(), &lookaheadv1.GetRequest{Id: "task-0"})
 	require.NoError(t, err)
 	push := s.next().GetPush()
 	require.NotNil(t, push)
@@ -108,6 +109,13 @@ func TestSubscriberIsPushedWhatTheSidecarPrefetches(t *testing.T) {
 	require.NoError(t, err)
 	r.hub.Changed("task-0.2", 9, false)
 	assert.Equal(t, "task-0.2", s.next().GetInvalidation().GetId())
+	// Nor is the prediction for it pushed to another subscriber, which
+	// read nothing it was below: the other's next event is the
+	// invalidation of what it read, queued after the push would have been.
+	_, err = r.client.Get(other.ctx(), &lookaheadv1.GetRequest{Id: "task-0.2"})
+	require.NoError(t, err)
+	r.hub.Changed("task-0.2", 10, false)
+	assert.Equal(t, "task-0.2", other.next().GetInvalidation().GetId())
 }
 
 func TestSubscribeRefusesBadInput(t *testing.T) {
@@ -161,7 +169,7 @@ func TestNearReadersHearsOnlySubscribers(t *testing.T) {
 func TestReportOfUsedPushesIsAnsweredWithoutObjects(t *testing.T) {
 	r := newRig(t, taskTree(t, 1, 1, 3), rigOptions{engine: prefetch.Config{Mode: prefetch.ModeStatic}, planner: prefetch.Static{Depth: 1}})
 	s := subscribe(t, r, 1<<20)
-	_, err := r.client.Get(context.Background(), &lookaheadv1.GetRequest{Id: "task-0"})
+	_, err := r.client.Get(s.ctx(), &lookaheadv1.GetRequest{Id: "task-0"})
 	require.NoError(t, err)
 	require.Equal(t, "task-0.1", s.next().GetPush().GetObject().GetId())
 	_, held := r.cache.Peek("task-0.2")
