@@ -222,6 +222,7 @@ type counters struct {
 	PrefetchHits   float64 // lookahead_cache_hits_total{tier="prefetch"}
 	Dropped        float64 // lookahead_prefetch_dropped_total
 	ExpandRequests float64 // origin round trips with rpc="Expand"
+	Pushes         float64 // lookahead_near_events_total{kind="push"}: objects pushed to near caches
 }
 
 func countersOf(s scrape.Samples) counters {
@@ -240,6 +241,7 @@ func countersOf(s scrape.Samples) counters {
 		PrefetchHits:   s.Sum("lookahead_cache_hits_total", "tier", "prefetch"),
 		Misses:         s.Sum("lookahead_cache_misses_total"),
 		Dropped:        s.Sum("lookahead_prefetch_dropped_total"),
+		Pushes:         s.Sum("lookahead_near_events_total", "kind", "push"),
 	}
 }
 
@@ -250,6 +252,6 @@ func (a counters) minus(b counters) counters {
 		Issued: a.Issued - b.Issued, Used: a.Used - b.Used, Wasted: a.Wasted - b.Wasted,
 		WastedBytes: a.WastedBytes - b.WastedBytes, Late: a.Late - b.Late, Joined: a.Joined - b.Joined,
 		Hits: a.Hits - b.Hits, PrefetchHits: a.PrefetchHits - b.PrefetchHits, Misses: a.Misses - b.Misses,
-		Dropped: a.Dropped - b.Dropped,
+		Dropped: a.Dropped - b.Dropped, Pushes: a.Pushes - b.Pushes,
 	}
 }

@@ -622,6 +622,9 @@ func (w w1Latency) table(levels int, bw float64) string {
 			prefetch = fmt.Sprintf("%s / %s / %s", fmtCount(r.med(func(s w1Sample) float64 { return s.C.Issued })),
 				fmtCount(r.med(func(s w1Sample) float64 { return s.C.Used })),
 				fmtCount(r.med(func(s w1Sample) float64 { return s.C.Wasted })))
+			if r.Row.Near {
+				prefetch += fmt.Sprintf(" (%s pushed)", fmtCount(r.med(func(s w1Sample) float64 { return s.C.Pushes })))
+			}
 			joined = fmtCount(r.med(func(s w1Sample) float64 { return s.C.Joined }))
 			if x := r.med(func(s w1Sample) float64 { return s.C.ExpandRequests }); x > 0 {
 				trips += fmt.Sprintf(" (%s Expand)", fmtCount(x))
@@ -641,5 +644,5 @@ func (w w1Latency) table(levels int, bw float64) string {
 		})
 	}
 	return table([]string{"setting", "avg query", "avg walk", "total", "origin round trips", "bytes from origin",
-		"prefetch issued / used / wasted", "demands joined in flight", "speed-up vs no_prefetch", "lower bound", "× lower bound", "CPU / object: sidecar / origin"}, rows)
+		"prefetch issued / used / wasted (pushed to near caches)", "demands joined in flight", "speed-up vs no_prefetch", "lower bound", "× lower bound", "CPU / object: sidecar / origin"}, rows)
 }
