@@ -7,6 +7,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
+	"slices"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -338,8 +340,11 @@ func (h *Hub) predicted(from []string, objs []*graph.Object, reason string) {
 // them; a warm one's are already held, and without this a near cache in
 // front of a warm sidecar would be filled by nothing but the
 // application's own reads.
-func (h *Hub) Held(ctx context.Context, objs []*graph.Object) {
-	h.predicted(prefetch.From(ctx), objs, "held")
+func (h *Hub) Held(ctx context.Context, objs iter.Seq[*graph.Object]) {
+	if h.pushing.Load() == 0 {
+		return // nobody to push to: objs is not even looked at
+	}
+	h.predicted(prefetch.From(ctx), slices.Collect(objs), "held")
 }
 
 // unqueueLocked forgets the pushes queued for s, which its queue is about

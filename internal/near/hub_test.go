@@ -2,6 +2,7 @@ package near
 
 import (
 	"context"
+	"slices"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -230,18 +231,18 @@ func TestHeldObjectsArePushedAsPredictions(t *testing.T) {
 	h.Unsubscribe(a) // twice: counted out once
 	watcher := h.Subscribe(0, "watcher")
 	defer h.Unsubscribe(watcher)
-	ctx := context.Background()               // no job's: for every subscriber
-	h.Held(ctx, []*graph.Object{obj("x", 1)}) // nobody to push to
+	ctx := context.Background()                              // no job's: for every subscriber
+	h.Held(ctx, slices.Values([]*graph.Object{obj("x", 1)})) // nobody to push to
 	b := h.Subscribe(1<<20, "b")
 	defer h.Unsubscribe(b)
-	h.Held(ctx, []*graph.Object{obj("y", 1), obj("z", 2)})
+	h.Held(ctx, slices.Values([]*graph.Object{obj("y", 1), obj("z", 2)}))
 	evs := h.Take(b, 10)
 	assert.Equal(t, []string{"push y v1", "push z v2"}, kinds(evs), "x was offered before b subscribed")
 	for _, e := range evs {
 		assert.Equal(t, "held", e.Reason)
 	}
 	assert.Empty(t, h.Take(watcher, 10), "a subscriber without a budget is pushed nothing")
-	h.Held(ctx, []*graph.Object{obj("y", 1)})
+	h.Held(ctx, slices.Values([]*graph.Object{obj("y", 1)}))
 	assert.Empty(t, h.Take(b, 10), "held by b already: not pushed again")
 	h.Changed("y", 3, false)
 	assert.Equal(t, []string{"invalidation y v3"}, kinds(h.Take(b, 10)), "a pushed id is tracked")
@@ -257,13 +258,13 @@ func TestPredictionsGoToTheReadersOfWhatTheyAreBelow(t *testing.T) {
 	defer h.Unsubscribe(b)
 	h.Track(a.ID, []string{"ra"})
 	h.Track(b.ID, []string{"rb"})
-	h.Held(prefetch.WithFrom(context.Background(), []string{"ra"}), []*graph.Object{obj("x", 1)})
-	h.Held(prefetch.WithFrom(context.Background(), []string{"nobody", "rb"}), []*graph.Object{obj("y", 1)})
-	h.Held(prefetch.WithFrom(context.Background(), []string{"nobody"}), []*graph.Object{obj("z", 1)})
-	h.Held(prefetch.WithFrom(context.Background(), []string{"ra", "rb"}), []*graph.Object{obj("w", 1)})
+	h.Held(prefetch.WithFrom(context.Background(), []string{"ra"}), slices.Values([]*graph.Object{obj("x", 1)}))
+	h.Held(prefetch.WithFrom(context.Background(), []string{"nobody", "rb"}), slices.Values([]*graph.Object{obj("y", 1)}))
+	h.Held(prefetch.WithFrom(context.Background(), []string{"nobody"}), slices.Values([]*graph.Object{obj("z", 1)}))
+	h.Held(prefetch.WithFrom(context.Background(), []string{"ra", "rb"}), slices.Values([]*graph.Object{obj("w", 1)}))
 	assert.Equal(t, []string{"push x v1", "push w v1"}, kinds(h.Take(a, 10)))
 	assert.Equal(t, []string{"push y v1", "push w v1"}, kinds(h.Take(b, 10)))
-	h.Held(prefetch.WithFrom(context.Background(), []string{"x"}), []*graph.Object{obj("x.1", 1)})
+	h.Held(prefetch.WithFrom(context.Background(), []string{"x"}), slices.Values([]*graph.Object{obj("x.1", 1)}))
 	assert.Equal(t, []string{"push x.1 v1"}, kinds(h.Take(a, 10)), "what was pushed to a is a's to expand below")
 	assert.Empty(t, h.Take(b, 10))
 }

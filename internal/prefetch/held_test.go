@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"context"
+	"iter"
 	"slices"
 	"sync"
 	"testing"
@@ -20,11 +21,11 @@ type heldLog struct {
 	from [][]string // From of each call's context
 }
 
-func (l *heldLog) held(ctx context.Context, objs []*graph.Object) {
+func (l *heldLog) held(ctx context.Context, objs iter.Seq[*graph.Object]) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.from = append(l.from, From(ctx))
-	for _, o := range objs {
+	for o := range objs {
 		l.ids = append(l.ids, o.ID)
 	}
 }

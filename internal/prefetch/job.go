@@ -3,6 +3,7 @@ package prefetch
 import (
 	"context"
 	"errors"
+	"slices"
 	"sync"
 
 	"github.com/lookahead-dev/lookahead/internal/fetch"
@@ -31,7 +32,7 @@ func (s *Scheduler) expand(ctx context.Context, j job) {
 	for ctx.Err() == nil {
 		st, ok := plan.Step(have)
 		if len(held) > 0 {
-			s.cfg.Held(ctx, held)
+			s.cfg.Held(ctx, slices.Values(held))
 			held = held[:0]
 		}
 		if !ok {

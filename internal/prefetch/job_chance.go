@@ -3,6 +3,7 @@ package prefetch
 import (
 	"cmp"
 	"context"
+	"iter"
 	"slices"
 
 	"github.com/lookahead-dev/lookahead/internal/fetch"
@@ -126,7 +127,6 @@ func (s *Scheduler) expandChances(ctx context.Context, j job) {
 		cands []candidate
 		short fieldIndex // the fields of the refs not fetched
 		next  []step     // the level below, reusing the one above's slice
-		held  []*graph.Object
 	)
 	idle := 0 // levels in a row with nothing to fetch
 	for d := 1; d <= w.depth && len(level) > 0 && ctx.Err() == nil; d++ {
@@ -138,7 +138,9 @@ func (s *Scheduler) expandChances(ctx context.Context, j job) {
 		var fetch []string
 		var due map[string]candidate
 		next, fetch, due = w.admit(cands, next[:0])
-		held = w.held(next, held[:0])
+		if len(next) > 0 {
+			w.s.cfg.Held(w.ctx, heldOf(next)) // what admit found held
+		}
 		if idle = idle + 1; len(fetch) > 0 {
 			idle = 0
 		} else if idle >= maxIdleLevels && d >= w.ahead {
@@ -156,17 +158,15 @@ func (s *Scheduler) expandChances(ctx context.Context, j job) {
 	}
 }
 
-// held tells Config.Held of the objects of next, those admit found held,
-// and returns buf, the slice it used.
-func (w *chanceWalk) held(next []step, buf []*graph.Object) []*graph.Object {
-	if len(next) == 0 {
-		return buf
+// heldOf is the objects of steps.
+func heldOf(steps []step) iter.Seq[*graph.Object] {
+	return func(yield func(*graph.Object) bool) {
+		for _, st := range steps {
+			if !yield(st.o) {
+				return
+			}
+		}
 	}
-	for _, st := range next {
-		buf = append(buf, st.o)
-	}
-	w.s.cfg.Held(w.ctx, buf)
-	return buf
 }
 
 // step is an object a chance expansion reached, with the chance that the

@@ -63,7 +63,7 @@ func (g *wholeGate) next(n int) (roots, from []string, b graph.Budget) {
 		return nil, nil, graph.Budget{}
 	}
 	n = min(n, len(g.roots))
-	roots, from, b = slices.Clone(g.roots[:n]), g.from, g.budget
+	roots, from, b = slices.Clone(g.roots[:n]), slices.Clone(g.from), g.budget
 	g.roots = g.roots[n:]
 	if len(g.roots) == 0 {
 		g.roots, g.from, g.budget = nil, nil, graph.Budget{}

@@ -7,6 +7,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"iter"
 	"sync"
 	"time"
 
@@ -71,9 +72,11 @@ type Config struct {
 	// not held them, a level (or a plan's step) at a time, with the job's
 	// context (see From). The near-cache hub pushes them (near.Hub.Held):
 	// a warm cache predicts as much as a cold one, and only the cold
-	// one's predictions arrive from the origin. Called on a worker; it
+	// one's predictions arrive from the origin. objs is iterated at most
+	// once, during the call: a listener with nobody to tell (no near cache
+	// subscribed) costs a job nothing per object. Called on a worker; it
 	// must not block.
-	Held func(ctx context.Context, objs []*graph.Object)
+	Held func(ctx context.Context, objs iter.Seq[*graph.Object])
 }
 
 func (c *Config) setDefaults() {
@@ -90,7 +93,7 @@ func (c *Config) setDefaults() {
 		c.Metrics = nopMetrics{}
 	}
 	if c.Held == nil {
-		c.Held = func(context.Context, []*graph.Object) {}
+		c.Held = func(context.Context, iter.Seq[*graph.Object]) {}
 	}
 }
 
