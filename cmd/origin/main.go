@@ -158,7 +158,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 	}
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	buildinfo.Get().Register(reg)
-	svc, err := originserver.New(st, o.server, reg)
+	svc, err := originserver.New(st.served(), o.server, reg)
 	if err != nil {
 		return fmt.Errorf("server config: %w", err)
 	}
@@ -235,7 +235,7 @@ func run(ctx context.Context, o *options, log *slog.Logger) (err error) {
 		for _, name := range []string{"", lookaheadv1.OriginService_ServiceDesc.ServiceName} {
 			hs.SetServingStatus(name, healthpb.HealthCheckResponse_SERVING)
 		}
-		log.Info("serving", "addr", lis.Addr().String(), "metrics", metricsAddr, "revision", st.Revision())
+		log.Info("serving", "addr", lis.Addr().String(), "metrics", metricsAddr, "revision", st.Revision(), "encoded_reads", svc.EncodedReads())
 		if o.addrFile != "" {
 			runErr = writeAddrs(o.addrFile, lis.Addr().String(), metricsAddr)
 		}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// lockedBuffer is a log's output, read while run writes to it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The server is given the opened bbolt store, not run's wrapper around
+// it: embedding an interface promotes only that interface's methods, so
+// the wrapper hid the store's encoded reads, and every object sent was
+// decoded and encoded again.
+func TestTheBoltStoreIsServedWithItsEncodedReads(t *testing.T) {
+	dir := t.TempDir()
+	addrs := filepath.Join(dir, "addrs")
+	o, err := parseFlags([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "", "--data", dir,
+		"--addr-file", addrs, "--drain-timeout", "1s"})
+	require.NoError(t, err)
+	var out lockedBuffer
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, o, slog.New(slog.NewTextHandler(&out, nil))) }()
+	t.Cleanup(func() {
+		cancel()
+		require.NoError(t, <-done)
+	})
+	require.Eventually(t, func() bool { _, err := os.Stat(addrs); return err == nil }, 30*time.Second, 10*time.Millisecond)
+	assert.Contains(t, out.String(), "msg=serving")
+	assert.Contains(t, out.String(), "encoded_reads=true")
+
+	st, err := openStore(context.Background(), &options{dataDir: t.TempDir()}, slog.New(slog.DiscardHandler))
+	require.NoError(t, err)
+	defer func() { require.NoError(t, st.close()) }()
+	_, hidden := any(st).(interface {
+		GetEncoded([]string) ([][]byte, []string, error)
+	})
+	assert.False(t, hidden, "the wrapper hides them: which is why the server is given served()")
+}
