@@ -1,36 +1,18 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/launch"
 )
-
-// lockedBuffer is a log's output, read while run writes to it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // The server is given the opened bbolt store, not run's wrapper around
 // it: embedding an interface promotes only that interface's methods, so
@@ -42,7 +24,7 @@ func TestTheBoltStoreIsServedWithItsEncodedReads(t *testing.T) {
 	o, err := parseFlags([]string{"--listen", "127.0.0.1:0", "--metrics-listen", "", "--data", dir,
 		"--addr-file", addrs, "--drain-timeout", "1s"})
 	require.NoError(t, err)
-	var out lockedBuffer
+	var out launch.Buffer
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- run(ctx, o, slog.New(slog.NewTextHandler(&out, nil))) }()
