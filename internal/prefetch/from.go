@@ -27,15 +27,30 @@ func From(ctx context.Context) []string {
 	return ids
 }
 
-// from is the ids j expands below (see From); nil for a refresh, which
-// predicts nothing.
+// maxFrom bounds the ids a job's context names (From), and maxGateFrom
+// those of the jobs one whole-levels Expand is for (wholeGate). Whoever
+// routes a prediction checks each of them against each listener (the
+// near hub: every subscriber's held ids, under its lock), so a request of
+// many ids must not make every prediction of its job cost that many
+// checks per listener. A job's roots are what one request read, by one
+// application, so its first few name it as well as all of them do.
+const (
+	maxFrom     = 16
+	maxGateFrom = 256
+)
+
+// from is the ids j expands below (see From), its first maxFrom; nil for
+// a refresh, which predicts nothing.
 func (j *job) from() []string {
 	if len(j.refresh) > 0 {
 		return nil
 	}
-	ids := make([]string, 0, len(j.roots)+len(j.ahead))
+	ids := make([]string, 0, min(len(j.roots)+len(j.ahead), maxFrom))
 	for _, o := range j.roots {
+		if len(ids) == maxFrom {
+			return ids
+		}
 		ids = append(ids, o.ID)
 	}
-	return append(ids, j.ahead...)
+	return append(ids, j.ahead[:min(len(j.ahead), maxFrom-len(ids))]...)
 }

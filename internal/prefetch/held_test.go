@@ -89,3 +89,26 @@ func TestJobsTellWhatTheyFindHeld(t *testing.T) {
 		})
 	}
 }
+
+// What a job's context names is bounded, however many ids its request read
+// (see maxFrom), and so is what the jobs of one gated Expand name.
+func TestWhomAPredictionIsForIsBounded(t *testing.T) {
+	var roots []*graph.Object
+	for i := range 3 * maxFrom {
+		roots = append(roots, node(fmtInt(i)))
+	}
+	j := job{roots: roots, ahead: []string{"a1", "a2"}}
+	assert.Len(t, j.from(), maxFrom)
+	assert.Equal(t, "0", j.from()[0], "the request's first ids")
+	assert.Equal(t, []string{"0", "a1", "a2"}, (&job{roots: roots[:1], ahead: []string{"a1", "a2"}}).from())
+	assert.Equal(t, []string{"a1"}, (&job{ahead: []string{"a1"}}).from(), "a demand caught up at a1")
+	assert.Nil(t, (&job{roots: roots, refresh: []string{"x"}}).from(), "a refresh predicts nothing")
+
+	var g wholeGate
+	require.True(t, g.enter([]string{"r"}, nil, graph.Budget{Depth: 1}, 1<<20))
+	for i := range maxGateFrom {
+		g.enter([]string{"r" + fmtInt(i)}, j.from(), graph.Budget{Depth: 1}, 1<<20)
+	}
+	_, from, _ := g.next(1 << 20)
+	assert.Len(t, from, maxGateFrom)
+}

@@ -46,7 +46,7 @@ func (g *wholeGate) enter(roots, from []string, b graph.Budget, limit int) bool 
 		g.budget = mergeBudgets(g.budget, b)
 	}
 	g.roots = append(g.roots, roots...)
-	g.from = append(g.from, from...)
+	g.from = append(g.from, from[:min(len(from), maxGateFrom-len(g.from))]...)
 	return false
 }
 
