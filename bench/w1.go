@@ -287,10 +287,7 @@ func (w *w1) runSidecar(ctx context.Context, r w1Row, rep int) (s w1Sample, err 
 	if err != nil {
 		return s, err
 	}
-	get := func(ctx context.Context, id string) (*lookaheadv1.Object, error) {
-		o, _, err := cl.Get(ctx, id, nil)
-		return o, err
-	}
+	get := getter(cl)
 	cpu := procCPU(sc.proc.PID())
 	defer func() { s.SidecarCPU = procCPU(sc.proc.PID()) - cpu }()
 	for q := 0; q < w.cfg.Queries; q++ {
@@ -361,10 +358,7 @@ func (w *w1) runApps(ctx context.Context, sc *sidecar, r w1Row, rep int) (s w1Sa
 	start := time.Now()
 	for a, c := range clients {
 		wg.Go(func() {
-			get := func(ctx context.Context, id string) (*lookaheadv1.Object, error) {
-				o, _, err := c.Get(ctx, id, nil)
-				return o, err
-			}
+			get := getter(c)
 			for q := 0; q < w.cfg.Queries && errs[a] == nil; q++ {
 				qs := time.Now()
 				rs, missing, err := c.BatchGet(ctx, w.rootsFor(rep, q, a, r.Apps), r.Hint)
@@ -427,10 +421,7 @@ func (w *w1) rootsFor(rep, q, app, apps int) []string {
 // warm reads every query of repetition rep through c, as the row's
 // application will: another application before it, untimed.
 func (w *w1) warm(ctx context.Context, c *lookahead.Client, r w1Row, rep int) error {
-	get := func(ctx context.Context, id string) (*lookaheadv1.Object, error) {
-		o, _, err := c.Get(ctx, id, nil)
-		return o, err
-	}
+	get := getter(c)
 	var s w1Sample
 	for q := 0; q < w.cfg.Queries; q++ {
 		rs, _, err := c.BatchGet(ctx, w.rootsOf(rep, q), r.Hint)
@@ -471,6 +462,14 @@ func (w *w1) getGraph(ctx context.Context, c *lookahead.Client, roots []string, 
 	s.Query += rootsAt.Sub(start)
 	s.Walk += time.Since(rootsAt)
 	return nil
+}
+
+// getter is c's Get as walkEach reads: the object alone.
+func getter(c *lookahead.Client) func(context.Context, string) (*lookaheadv1.Object, error) {
+	return func(ctx context.Context, id string) (*lookaheadv1.Object, error) {
+		o, _, err := c.Get(ctx, id, nil)
+		return o, err
+	}
 }
 
 // walkEach visits the graph below root object by object, breadth-first,

@@ -35,12 +35,4 @@ func TestTheBoltStoreIsServedWithItsEncodedReads(t *testing.T) {
 	require.Eventually(t, func() bool { _, err := os.Stat(addrs); return err == nil }, 30*time.Second, 10*time.Millisecond)
 	assert.Contains(t, out.String(), "msg=serving")
 	assert.Contains(t, out.String(), "encoded_reads=true")
-
-	st, err := openStore(context.Background(), &options{dataDir: t.TempDir()}, slog.New(slog.DiscardHandler))
-	require.NoError(t, err)
-	defer func() { require.NoError(t, st.close()) }()
-	_, hidden := any(st).(interface {
-		GetEncoded([]string) ([][]byte, []string, error)
-	})
-	assert.False(t, hidden, "the wrapper hides them: which is why the server is given served()")
 }

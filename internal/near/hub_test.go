@@ -65,12 +65,12 @@ func TestPushesAndInvalidationsKeepTheirOrderPerID(t *testing.T) {
 	h := newHub(t, Config{})
 	s := h.Subscribe(1<<20, "")
 	defer h.Unsubscribe(s)
-	h.Predicted([]*graph.Object{obj("x", 1), obj("y", 1)}, "expand")
+	h.predicted(nil, []*graph.Object{obj("x", 1), obj("y", 1)}, "expand")
 	h.Changed("x", 2, false)
-	h.Predicted([]*graph.Object{obj("x", 1)}, "expand") // older than the change: refused
-	h.Predicted([]*graph.Object{obj("y", 1)}, "expand") // held already: not sent again
+	h.predicted(nil, []*graph.Object{obj("x", 1)}, "expand") // older than the change: refused
+	h.predicted(nil, []*graph.Object{obj("y", 1)}, "expand") // held already: not sent again
 	h.Changed("z", 4, true)
-	h.Predicted([]*graph.Object{obj("z", 4)}, "expand") // deleted at 4: refused
+	h.predicted(nil, []*graph.Object{obj("z", 4)}, "expand") // deleted at 4: refused
 	assert.Equal(t, []string{"push x v1", "push y v1", "invalidation x v2"}, kinds(h.Take(s, 10)))
 }
 
@@ -80,7 +80,7 @@ func TestPushesStayWithinTheBudgetAndNeedOne(t *testing.T) {
 	none := h.Subscribe(0, "none")
 	defer h.Unsubscribe(small)
 	defer h.Unsubscribe(none)
-	h.Predicted([]*graph.Object{obj("a", 1), obj("b", 1), obj("c", 1)}, "fetch")
+	h.predicted(nil, []*graph.Object{obj("a", 1), obj("b", 1), obj("c", 1)}, "fetch")
 	assert.Len(t, h.Take(small, 10), 2)
 	assert.Empty(t, h.Take(none, 10), "a subscriber without a budget gets invalidations only")
 	assert.Equal(t, 1.0, testutil.ToFloat64(h.m.pushDropped.WithLabelValues("small")))
@@ -97,12 +97,12 @@ func TestQueuedPushesStayWithinBudgetAndQueueBytes(t *testing.T) {
 	s := hub.Subscribe(2*size, "s")
 	defer hub.Unsubscribe(s)
 	for _, id := range []string{"a", "b", "c"} {
-		hub.Predicted([]*graph.Object{obj(id, 1)}, "fetch")
+		hub.predicted(nil, []*graph.Object{obj(id, 1)}, "fetch")
 	}
 	assert.Equal(t, 1.0, testutil.ToFloat64(hub.m.pushDropped.WithLabelValues("s")), "c: over the budget, a and b not taken")
 
 	big := hub.Subscribe(1<<62, "big")
-	hub.Predicted([]*graph.Object{obj("d", 1), obj("e", 1)}, "fetch")
+	hub.predicted(nil, []*graph.Object{obj("d", 1), obj("e", 1)}, "fetch")
 	assert.Equal(t, 1.0, testutil.ToFloat64(hub.m.pushDropped.WithLabelValues("big")), "e: over the hub's room")
 	assert.Equal(t, float64(3*size), testutil.ToFloat64(hub.m.queued))
 
@@ -112,7 +112,7 @@ func TestQueuedPushesStayWithinBudgetAndQueueBytes(t *testing.T) {
 	assert.Equal(t, float64(size), testutil.ToFloat64(hub.m.queued), "unsubscribed: room again")
 	hub.Flush("test")
 	assert.Zero(t, testutil.ToFloat64(hub.m.queued), "flushed: room again")
-	hub.Predicted([]*graph.Object{obj("e", 1), obj("f", 1), obj("g", 1)}, "fetch")
+	hub.predicted(nil, []*graph.Object{obj("e", 1), obj("f", 1), obj("g", 1)}, "fetch")
 	assert.Equal(t, []string{"flush  v0", "push e v1", "push f v1"}, kinds(hub.Take(s, 10)))
 }
 
@@ -147,7 +147,7 @@ func TestASubscriberThatFallsBehindIsDisconnectedNotWaitedFor(t *testing.T) {
 	defer h.Unsubscribe(s)
 	ids := []string{"a", "b", "c", "d", "e"}
 	h.Track(s.ID, ids)
-	h.Predicted([]*graph.Object{obj("p", 1), obj("q", 1), obj("r", 1), obj("s", 1)}, "fetch")
+	h.predicted(nil, []*graph.Object{obj("p", 1), obj("q", 1), obj("r", 1), obj("s", 1)}, "fetch")
 	assert.Equal(t, 1.0, testutil.ToFloat64(h.m.pushDropped.WithLabelValues("slow")), "pushes stop at three quarters of the queue")
 	for _, id := range ids {
 		h.Changed(id, 2, false) // never blocks

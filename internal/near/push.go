@@ -12,21 +12,18 @@ import (
 // What the hub pushes: the scheduler's predictions, to the subscribers
 // they are for.
 
-// Predicted offers objects the sidecar predicts will be read next. Each
-// subscriber with a budget is pushed those it does not hold, newer than any
-// change announced for them, while its queued pushes stay within its budget
-// and all queued pushes within Config.QueueBytes; pushes never disconnect a
-// subscriber (a busy queue drops them, counted).
-func (h *Hub) Predicted(objs []*graph.Object, reason string) { h.predicted(nil, objs, reason) }
-
-// predicted is Predicted for the subscribers holding one of from, the ids
-// the prediction's job expands below (prefetch.From): the applications
-// that read them, or were pushed them. One sidecar serving several
-// applications (the worker processes of one service, each with its own
-// near cache) pushes each its own predictions, not everyone's: with N
-// workers, everyone's would be N times the pushes, each near cache filled
-// with the others' predictions at the expense of its own. nil from, a
-// prediction of no job, goes to every subscriber.
+// predicted offers objects the sidecar predicts will be read next to the
+// subscribers holding one of from, the ids the prediction's job expands
+// below (prefetch.From): the applications that read them, or were pushed
+// them. One sidecar serving several applications (the worker processes of
+// one service, each with its own near cache) pushes each its own
+// predictions, not everyone's: with N workers, everyone's would be N times
+// the pushes, each near cache filled with the others' predictions at the
+// expense of its own. nil from, a prediction of no job, goes to every
+// subscriber. Each subscriber with a budget is pushed those it does not
+// hold, newer than any change announced for them, while its queued pushes
+// stay within its budget and all queued pushes within Config.QueueBytes;
+// pushes never disconnect a subscriber (a busy queue drops them, counted).
 func (h *Hub) predicted(from []string, objs []*graph.Object, reason string) {
 	if len(objs) == 0 || h.pushing.Load() == 0 {
 		return

@@ -74,8 +74,9 @@ type Config struct {
 	// a warm cache predicts as much as a cold one, and only the cold
 	// one's predictions arrive from the origin. objs is iterated at most
 	// once, during the call: a listener with nobody to tell (no near cache
-	// subscribed) costs a job nothing per object. Called on a worker; it
-	// must not block.
+	// subscribed) does not look at it, and a chance walk then builds
+	// nothing (a static plan's step keeps the held objects it peeked, one
+	// append each). Called on a worker; it must not block.
 	Held func(ctx context.Context, objs iter.Seq[*graph.Object])
 }
 
