@@ -32,6 +32,9 @@ type W5Config struct {
 	// Statics is the grid of static settings searched for the best static
 	// row; every point runs like the other rows.
 	Statics []W5Static
+	// Patterns names the patterns to run, as in the report; empty runs all.
+	// A pattern draws the same sessions whichever others run with it.
+	Patterns []string
 }
 
 // W5Static is one static prefetch setting of the grid.
@@ -113,6 +116,7 @@ type w5Session struct {
 type w5Pattern struct {
 	Name     string
 	sessions func(rng *rand.Rand) []w5Session
+	seed     uint64 // its place among all patterns: seeds its sessions' draw
 }
 
 type w5Sample struct {
@@ -186,10 +190,14 @@ func runW5(ctx context.Context, e *env, cfg W5Config) (*w5Result, error) {
 	}
 	defer o.stop()
 	w.origin = o
-	patterns := w.patterns()
+	patterns, err := w.selected()
+	if err != nil {
+		return nil, err
+	}
 	g := grid{name: "w5", origin: o, latencies: cfg.LatenciesMS, reps: cfg.Reps, rows: w.rows(),
 		prepare: func(rep, pi int) func(context.Context, w5Row) (w5Sample, error) {
-			sessions := patterns[pi].sessions(rand.New(rand.NewPCG(uint64(rep), uint64(pi))))
+			p := patterns[pi]
+			sessions := p.sessions(rand.New(rand.NewPCG(uint64(rep), uint64(p.seed))))
 			return func(ctx context.Context, r w5Row) (w5Sample, error) { return w.run(ctx, r, sessions) }
 		}}
 	for _, p := range patterns {
@@ -226,6 +234,26 @@ func (w *w5) twoHop(u string) int {
 		}
 	}
 	return len(seen)
+}
+
+// selected is the patterns cfg.Patterns names, in their usual order.
+func (w *w5) selected() ([]w5Pattern, error) {
+	all := w.patterns()
+	for i := range all {
+		all[i].seed = uint64(i)
+	}
+	if len(w.cfg.Patterns) == 0 {
+		return all, nil
+	}
+	out := slices.DeleteFunc(slices.Clone(all), func(p w5Pattern) bool { return !slices.Contains(w.cfg.Patterns, p.Name) })
+	if len(out) != len(w.cfg.Patterns) {
+		var names []string
+		for _, p := range all {
+			names = append(names, p.Name)
+		}
+		return nil, fmt.Errorf("w5 patterns %q: want some of %q", w.cfg.Patterns, names)
+	}
+	return out, nil
 }
 
 func (w *w5) patterns() []w5Pattern {

@@ -92,3 +92,18 @@ func TestReadSessions(t *testing.T) {
 	want := [][]string{{"u"}, {"a", "b", "gone"}, {"c"}} // each id once per session, cycles cut
 	assert.Equal(t, append(want, want...), f.levels, "a repeated session reads again")
 }
+
+func TestW5SelectedPatternsKeepTheirSessions(t *testing.T) {
+	w := &w5{cfg: W5Config{Patterns: []string{"hot spot", "friends of friends"}}}
+	got, err := w.selected()
+	require.NoError(t, err)
+	require.Len(t, got, 2)
+	assert.Equal(t, "friends of friends", got[0].Name, "in the usual order")
+	assert.Equal(t, "hot spot", got[1].Name)
+	assert.Equal(t, uint64(2), got[1].seed, "drawn as when every pattern runs")
+
+	w.cfg.Patterns = []string{"feed", "timeline"}
+	_, err = w.selected()
+	require.ErrorContains(t, err, `"timeline"`)
+	assert.ErrorContains(t, err, `"hot spot"`, "the error lists the names")
+}

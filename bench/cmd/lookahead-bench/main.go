@@ -33,6 +33,8 @@ func main() {
 	grid := flag.String("w5-grid", "", `W5's static settings searched for the best static row, "DEPTH/MAX_OBJECTS,..." (e.g. 1/100,2/200); empty = the mode's grid`)
 	w7Grid := flag.String("w7-grid", "", `W7's static settings searched for the best static row, as -w5-grid; empty = the mode's grid`)
 	w7Patterns := flag.String("w7-patterns", "", `W7's patterns to run, comma-separated names as in the report (e.g. "chain,diamonds"); empty runs all`)
+	w5Patterns := flag.String("w5-patterns", "", `W5's patterns to run, comma-separated names as in the report (e.g. "feed,hot spot"); empty runs all`)
+	w5Lat := flag.String("w5-latencies", "", "W5's one-way latencies in ms, comma-separated (e.g. 1); empty = the mode's")
 	w1Rows := flag.String("w1-rows", "", `W1's rows to run, comma-separated names as in the report (e.g. "full_prefetch,full_prefetch + near cache"); empty runs all`)
 	w1Lat := flag.String("w1-latencies", "", "W1's one-way latencies in ms, comma-separated (e.g. 1); empty = the mode's")
 	w3Mode := flag.String("w3-prefetch-mode", "", "the sidecar's --prefetch-mode in W3 (off, static, adaptive); empty = off")
@@ -60,6 +62,15 @@ func main() {
 	if *w7Grid != "" {
 		if cfg.W7.Statics, err = bench.ParseW5Grid(*w7Grid); err != nil {
 			fmt.Fprintln(os.Stderr, "lookahead-bench: -w7-grid:", err)
+			os.Exit(2)
+		}
+	}
+	if *w5Patterns != "" {
+		cfg.W5.Patterns = strings.Split(*w5Patterns, ",")
+	}
+	if *w5Lat != "" {
+		if cfg.W5.LatenciesMS, err = parseInts(*w5Lat); err != nil {
+			fmt.Fprintln(os.Stderr, "lookahead-bench: -w5-latencies:", err)
 			os.Exit(2)
 		}
 	}
