@@ -262,8 +262,17 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 		}
 		left--
 		offers := l.pending[r.ID]
-		if len(offers) >= maxOffers || slices.ContainsFunc(offers, func(of offer) bool { return of.parent == o.ID }) {
-			continue // o read again, or enough lists offer the child
+		if slices.ContainsFunc(offers, func(of offer) bool { return of.parent == o.ID }) {
+			continue // o read again
+		}
+		if len(offers) >= maxOffers {
+			// One offer makes room: the one farthest from being followed,
+			// if farther than this one (see farthestLocked).
+			far := l.farthestLocked(offers)
+			if offers[far].idx-l.followedTo(offers[far]) <= len(list.children) {
+				continue
+			}
+			offers = slices.Delete(offers, far, far+1)
 		}
 		k := edgeKey{min(depth, maxContextDepth), o.Type, r.Field}
 		l.pending[r.ID] = append(offers, offer{key: k, pos: i, last: i == f.n-1, back: f.back,
@@ -274,6 +283,38 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 	if len(list.children) > 0 {
 		l.open.add(list)
 	}
+}
+
+// farthestLocked returns which of offers, all of one child, is the farthest
+// from being followed: the most refs of its list before it that are not
+// followed yet (a read follows a list in order: inOrderLocked), the oldest
+// among equals. When a child is offered by more lists than maxOffers, those
+// are the lists a read of it least likely follows: keeping the first
+// offers instead left a friend shared with an earlier walk's friends offered
+// only by their lists (a hundred refs down each), so that its read as the
+// first follow of the list being read looked like a direct request, and
+// every read below it too (W5's second friends-of-friends session: ten
+// objects fetched for each one read); keeping the latest ones left the
+// lists of a level's first objects, read before the next level's big
+// lists, out the same way. The offer dropped is forgotten, not decided:
+// nothing says whether its list would have been read to it.
+func (l *Learned) farthestLocked(offers []offer) int {
+	far, dist := 0, -1
+	for i, of := range offers {
+		if d := of.idx - l.followedTo(of); d > dist {
+			far, dist = i, d
+		}
+	}
+	return far
+}
+
+// followedTo is the idx of the first ref of of's list past those followed
+// so far: 0 for a list not started.
+func (l *Learned) followedTo(of offer) int {
+	if run := l.lists[listKey{of.parent, of.key.field}]; run != nil {
+		return run.last + 1
+	}
+	return 0
 }
 
 // expireLocked decides the offers older than the horizon as not followed.

@@ -125,7 +125,7 @@ func (l *Learned) unreadLocked(o *openList, field string, from, to, limit int) i
 }
 
 // maxOffers bounds the lists remembered as offering one child (a shared
-// product, a friend of many friends).
+// product, a friend of many friends): the latest ones (offerLocked).
 const maxOffers = 4
 
 // claimLocked takes the offers of id, which is being read, and returns the

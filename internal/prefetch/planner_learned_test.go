@@ -346,3 +346,23 @@ func TestLearnedFollowReexpandsItsListOnlyWhenItMoved(t *testing.T) {
 			"lists of the field are read to their end: the Copernican continuation moved")
 	}
 }
+
+// A friend shared by many lists read before is still a follow of the list
+// read now: the lists offering one child are the latest maxOffers, so that
+// an earlier walk's lists, never followed, do not keep the one being read
+// from claiming it (which would make its read, and the reads below it,
+// direct requests).
+func TestLearnedKeepsTheLatestOffersOfASharedChild(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	for i := range maxOffers + 2 {
+		// Earlier walks' users, the shared friend far down their lists.
+		old := user(fmt.Sprint("old", i), 10, fmt.Sprint("old", i, "f"))
+		old.Refs = append(old.Refs, graph.Ref{Field: "friends", ID: "shared"})
+		l.Read([]*graph.Object{old}, false, 0)
+	}
+	me := &graph.Object{ID: "me", Type: "User", Refs: []graph.Ref{{Field: "friends", ID: "shared"}, {Field: "friends", ID: "other"}}}
+	l.Read([]*graph.Object{me}, false, 0)
+	parents := l.Read([]*graph.Object{{ID: "shared", Type: "User"}}, false, 0)
+	assert.Contains(t, parents, "me", "a follow of the list read last")
+	assert.Equal(t, 1, l.Depth("shared"), "one level below a direct request, not one itself")
+}
