@@ -2,6 +2,7 @@ package fetch
 
 import (
 	"context"
+	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/cache"
 )
@@ -22,7 +23,7 @@ type lookup struct {
 // SetAdmission). Cached copies past their TTL follow the stale rules of
 // Config.
 func (f *Fetcher) Get(ctx context.Context, ids []string) (*Answer, error) {
-	a := &Answer{}
+	a := &Answer{Began: time.Now()}
 	l := f.lookup(dedupe(ids))
 	if len(l.need) > 0 {
 		release, err := f.admit(ctx)

@@ -20,18 +20,30 @@ type fixedChooser struct {
 	parents           []string
 }
 
-func (c fixedChooser) Threshold() float64                                           { return c.far }
-func (c fixedChooser) Limits() (int, int)                                           { return 2, 100 }
-func (c fixedChooser) Ahead(time.Duration) (int, float64)                           { return 1, c.near }
-func (c fixedChooser) Followed(float64) []string                                    { return nil }
-func (c fixedChooser) Depth(string) int                                             { return 0 }
-func (c fixedChooser) Read([]*graph.Object, bool, time.Duration) (parents []string) { return c.parents }
+func (c fixedChooser) Threshold() float64                 { return c.far }
+func (c fixedChooser) Limits() (int, int)                 { return 2, 100 }
+func (c fixedChooser) Ahead(time.Duration) (int, float64) { return 1, c.near }
+func (c fixedChooser) Followed(float64) []string          { return nil }
+func (c fixedChooser) Depth(string) int                   { return 0 }
+func (c fixedChooser) ReadAt(time.Time, []*graph.Object, bool, time.Duration) (parents []string) {
+	return c.parents
+}
 func (c fixedChooser) Chances(o *graph.Object, _ int, out []float64) []float64 {
 	out = out[:0]
 	for range o.Refs {
 		out = append(out, c.chance)
 	}
 	return out
+}
+
+// learnt waits until the learner has taken every reading handed to it
+// (see choose), without waiting for the jobs it queued.
+func (s *Scheduler) learnt() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for s.learning > 0 && s.ctx.Err() == nil {
+		s.idle.Wait()
+	}
 }
 
 // A hit queues a chance job only when the job would take something: a ref
@@ -61,6 +73,7 @@ func TestHitQueuesAChanceJobOnlyWhenItHasSomethingToTake(t *testing.T) {
 			s.enqueue(job{refresh: []string{"busy"}})
 			<-fo.Started // the one worker is busy: what is queued stays queued
 			s.After(context.Background(), &fetch.Answer{Results: []fetch.Result{{Object: tt.read, Status: fetch.StatusHit}}}, Hint{})
+			s.learnt()
 			assert.Equal(t, map[bool]int{false: 0, true: 1}[tt.wantJob], s.jobs.len(), "jobs queued")
 		})
 	}

@@ -61,11 +61,12 @@ type Chooser interface {
 	// read, given that o is read depth levels below a direct request, in
 	// ref order.
 	Chances(o *graph.Object, depth int, out []float64) []float64
-	// Read learns from the objects answered to one request, which waited
-	// for the origin or not, rtt being what a demand round trip to the
-	// origin costs now (0: none measured yet), and returns the ids of
-	// objects whose ref lists it read from.
-	Read(objs []*graph.Object, waited bool, rtt time.Duration) (parents []string)
+	// ReadAt learns from the objects answered to one request at time at,
+	// which waited for the origin or not, rtt being what a demand round
+	// trip to the origin costs now (0: none measured yet), and returns the
+	// ids of objects whose ref lists it read from. Requests come in the
+	// order they were answered, each once.
+	ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt time.Duration) (parents []string)
 }
 
 // Static is the planner with fixed settings: db4o's prefetchDepth and

@@ -191,7 +191,7 @@ func (l *Learned) Depth(id string) int {
 	return l.depth[id]
 }
 
-// Read implements Chooser: objs were answered to one request. Each is a
+// Read is ReadAt now: objs were answered to one request. Each is a
 // follow of the ref that offered it, if the application reads that list in
 // order (inOrderLocked), and otherwise a direct request; its own refs are
 // offered in turn. It returns the ids of objects whose lists became likelier
@@ -199,10 +199,15 @@ func (l *Learned) Depth(id string) int {
 // read further than ever, the objects read before whose lists of it wait
 // (peersLocked).
 func (l *Learned) Read(objs []*graph.Object, waited bool, rtt time.Duration) (parents []string) {
+	return l.ReadAt(l.now(), objs, waited, rtt)
+}
+
+// ReadAt implements Chooser: Read for a request answered at time at.
+func (l *Learned) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt time.Duration) (parents []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.rtt = rtt
-	l.pace.answered(l.now(), waited, rtt)
+	l.pace.answered(at, waited, rtt)
 	l.pace.sized(objs)
 	l.request++
 	l.expireLocked()

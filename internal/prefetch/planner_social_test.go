@@ -154,12 +154,12 @@ func TestLearnedForestIsFetchedInFewRoundTrips(t *testing.T) {
 // eager is a chooser that expects every ref to be read.
 type eager struct{ Static }
 
-func (eager) Threshold() float64                                 { return 0.5 }
-func (eager) Limits() (int, int)                                 { return 8, 1000 }
-func (eager) Depth(string) int                                   { return 0 }
-func (eager) Read([]*graph.Object, bool, time.Duration) []string { return nil }
-func (eager) Ahead(time.Duration) (int, float64)                 { return 0, 0.5 }
-func (eager) Followed(float64) []string                          { return []string{graph.TaskField} }
+func (eager) Threshold() float64                                              { return 0.5 }
+func (eager) Limits() (int, int)                                              { return 8, 1000 }
+func (eager) Depth(string) int                                                { return 0 }
+func (eager) ReadAt(time.Time, []*graph.Object, bool, time.Duration) []string { return nil }
+func (eager) Ahead(time.Duration) (int, float64)                              { return 0, 0.5 }
+func (eager) Followed(float64) []string                                       { return []string{graph.TaskField} }
 func (eager) Chances(o *graph.Object, _ int, out []float64) []float64 {
 	out = out[:0]
 	for range o.Refs {

@@ -2,6 +2,7 @@ package prefetch
 
 import (
 	"context"
+	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -28,6 +29,14 @@ import (
 // which schedules its own job; and the job was overtaken only because
 // speculation had fallen behind that reader.
 //
+// Only a job queued before the missing request looked its ids up can be
+// overtaken by it: the request could not have joined what a later job
+// fetches. The scheduler learns from a read after answering it (see
+// choose), so the application's next request, a ref of what it just read,
+// often misses before the read's job is queued; that job, still to bring
+// the read's other refs (a profile view's second post, its friends), is
+// not behind the application.
+//
 // An overtaken job still queued is dropped (Metrics.Preempted). A running
 // one is cancelled (Metrics.Cancelled): it starts nothing more, and its
 // origin calls in flight are cut, except those a demand has joined, which
@@ -47,6 +56,7 @@ type run struct {
 	cancel   context.CancelFunc
 	triggers []*graph.Object
 	client   *Client
+	queued   time.Time // its job's
 }
 
 // runs are the jobs workers run now; the Scheduler's mu guards them.
@@ -56,7 +66,7 @@ type runs map[*run]struct{}
 func (rs runs) start(parent context.Context, j job) *run {
 	ctx, abandon := fetch.Abandonable(WithFrom(parent, j.from()))
 	ctx, cancel := context.WithCancel(ctx)
-	r := &run{ctx: ctx, abandon: abandon, cancel: cancel, triggers: j.triggers, client: j.client}
+	r := &run{ctx: ctx, abandon: abandon, cancel: cancel, triggers: j.triggers, client: j.client, queued: j.queued}
 	rs[r] = struct{}{}
 	return r
 }
@@ -101,16 +111,21 @@ func overtake(triggers []*graph.Object, over map[*graph.Object]bool) (left, gone
 }
 
 // preempt drops the queued jobs and cancels the running ones that a
-// request's demand misses overtook. Its cost is the index's, and, when the
-// misses overtook a trigger, the triggers of the jobs queued and running:
-// not their refs.
-func (s *Scheduler) preempt(missed []string) {
+// request's demand misses overtook, of those queued before the request
+// began (zero: all). Its cost is the index's, and, when the misses
+// overtook a trigger, the triggers of the jobs queued and running: not
+// their refs.
+func (s *Scheduler) preempt(missed []string, began time.Time) {
 	over := s.index.overtaken(missed)
 	if over == nil {
 		return
 	}
+	before := func(queued time.Time) bool { return began.IsZero() || queued.Before(began) }
 	var gone []*graph.Object // triggers overtaken, which their jobs no longer hold
 	dropped := s.jobs.filter(func(j *job) bool {
+		if !before(j.queued) {
+			return true
+		}
 		var g []*graph.Object
 		j.triggers, g = overtake(j.triggers, over)
 		gone = append(gone, g...)
@@ -121,6 +136,9 @@ func (s *Scheduler) preempt(missed []string) {
 	}
 	s.mu.Lock()
 	for r := range s.runs {
+		if !before(r.queued) {
+			continue
+		}
 		var g []*graph.Object
 		if r.triggers, g = overtake(r.triggers, over); len(g) > 0 && len(r.triggers) == 0 {
 			r.abandon()

@@ -309,3 +309,29 @@ func BenchmarkMissAndSpeculate(b *testing.B) {
 		r.engine.s.Idle()
 	}
 }
+
+// A demand miss overtakes only the jobs queued before its request looked
+// its ids up: the scheduler learns from a read after answering it, so the
+// application's next request can miss before the read's job is queued, and
+// that job, still to bring the read's other refs, is not behind it.
+func TestDemandMissLeavesJobsQueuedAfterItBegan(t *testing.T) {
+	p1 := node("p.1", "p.1.1")
+	fo := newFakeOrigin([]*graph.Object{node("busy", "busy.1"), node("busy.1"), node("p", "p.1", "p.2"), p1, node("p.2"), node("p.1.1")})
+	fo.Block["busy.1"] = true
+	r := newRig(t, fo, Config{Workers: 1}, Static{Depth: 1}, cache.Config{})
+	s := r.engine.s
+
+	read(t, r, "busy")
+	<-fo.Started // the one worker is at the origin for busy's child
+	began := time.Now()
+	read(t, r, "p") // its job waits to fetch p.1 and p.2
+	miss := func(began time.Time) {
+		s.After(context.Background(), &fetch.Answer{Results: []fetch.Result{{Object: p1, Status: fetch.StatusMiss}}, Began: began}, Hint{})
+	}
+	miss(began)
+	assert.Zero(t, testutil.ToFloat64(r.m.PrefetchPreempted), "p's job was queued after the miss's request began")
+	miss(time.Now())
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchPreempted), "a miss that began after it overtakes it")
+	close(fo.Release)
+	idle(t, r)
+}

@@ -134,6 +134,7 @@ type job struct {
 	chance   bool     // expand by the chooser's probabilities, budget.MaxObjects objects at most
 	client   *Client  // whom it was scheduled for; nil: nobody's (a refresh)
 	ahead    []string // ids a demand caught up with speculation at (see CaughtUp)
+	queued   time.Time
 }
 
 // Scheduler runs speculation: after each demand it asks its planner how far
@@ -142,7 +143,8 @@ type job struct {
 // they are answered, and its fetches go through the fetcher's in-flight
 // table, where a demand joins them rather than queueing behind them.
 // Speculative jobs wait in a bounded queue, newest first, drained by
-// Workers goroutines, all stopped by Close.
+// Workers goroutines; with a Chooser, one more goroutine learns from the
+// reads (see choose); all are stopped by Close.
 type Scheduler struct {
 	cfg     Config
 	fetcher Fetcher
@@ -156,7 +158,12 @@ type Scheduler struct {
 	mu      sync.Mutex
 	idle    *sync.Cond // signalled when running drops to 0; uses mu
 	running int        // workers holding or about to pop a job; guarded by mu
-	runs    runs       // the jobs workers run now; guarded by mu
+	// learning counts the readings handed to the learner and not yet
+	// learned from (see choose); guarded by mu.
+	learning int
+	reads    chan reading // to the learner, in the order requests were answered
+	now      func() time.Time
+	runs     runs // the jobs workers run now; guarded by mu
 
 	ctx       context.Context // cancelled by Close; speculative work runs under it
 	cancel    context.CancelFunc
@@ -182,10 +189,14 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 		win:   cfg.Window,
 		runs:  make(runs),
 		ctx:   ctx, cancel: cancel,
+		now: time.Now,
 	}
 	s.idle = sync.NewCond(&s.mu)
 	if ch, ok := p.(Chooser); ok {
 		s.chooser = ch
+		s.reads = make(chan reading, cfg.QueueSize)
+		s.wg.Add(1)
+		go s.learner()
 	}
 	if st, ok := p.(Static); ok && cfg.Mode == ModeStatic {
 		cfg.Metrics.Depth(st.Depth)
@@ -269,13 +280,13 @@ func (s *Scheduler) runOne() bool {
 	return true
 }
 
-// Idle waits until no job is queued or running: every speculation scheduled
-// so far has landed or given up. For tests and benchmarks that must compare
-// what speculation did, not when.
+// Idle waits until no read is left to learn from and no job is queued or
+// running: every speculation scheduled so far has landed or given up. For
+// tests and benchmarks that must compare what speculation did, not when.
 func (s *Scheduler) Idle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.running > 0 || s.jobs.len() > 0 {
+	for s.learning > 0 || s.running > 0 || s.jobs.len() > 0 {
 		if s.ctx.Err() != nil {
 			return
 		}
@@ -291,6 +302,7 @@ func (s *Scheduler) enqueue(j job) {
 		return
 	}
 	s.index.hold(j.triggers)
+	j.queued = s.now()
 	if old, dropped := s.jobs.push(j); dropped {
 		s.index.release(old.triggers)
 		s.cfg.Metrics.Dropped()
@@ -305,7 +317,7 @@ func (s *Scheduler) enqueue(j job) {
 // Client of ctx (see ClientOf), the refresh for whoever reads next.
 func (s *Scheduler) After(ctx context.Context, a *fetch.Answer, h Hint) {
 	if m := missed(a); m != nil {
-		s.preempt(m)
+		s.preempt(m, a.Began)
 	}
 	if len(a.Revalidate) > 0 {
 		s.enqueue(job{refresh: a.Revalidate})
