@@ -279,8 +279,23 @@ const maxIdleLevels = 2
 func (s *Scheduler) candidates(level []step, threshold float64, cands []candidate, short *fieldIndex,
 	buf []float64) ([]candidate, []float64) {
 	for _, st := range level {
-		buf = s.chooser.Chances(st.o, st.depth, buf)
 		last := -1 // the ref whose field was last found short: a field's refs usually come together
+		if st.chance < threshold {
+			// No ref's chance, a fraction of st's, can reach threshold:
+			// every field of st is short, and its chances are not worth
+			// estimating (a level of friends of friends, each with hundreds
+			// of refs, whose own chances only reached the levels ahead's
+			// threshold, walked again beyond them by the next read's job).
+			for i := range st.o.Refs {
+				if r := &st.o.Refs[i]; last < 0 || !same(r.Field, st.o.Refs[last].Field) {
+					if last = i; !short.has(r.Field) {
+						short.add(r.Field)
+					}
+				}
+			}
+			continue
+		}
+		buf = s.chooser.Chances(st.o, st.depth, buf)
 		for i := range st.o.Refs {
 			r := &st.o.Refs[i]
 			if p := st.chance * buf[i]; p >= threshold {
