@@ -57,9 +57,13 @@ const (
 
 // Config tunes the scheduler. Zero values take the documented defaults.
 type Config struct {
-	Mode      Mode // default static
-	Workers   int  // concurrent speculative origin requests (Knafla's support threads); default 4
-	QueueSize int  // jobs waiting for a worker, newest run first; beyond it the oldest are dropped; default 1024
+	Mode    Mode // default static
+	Workers int  // concurrent speculative origin requests (Knafla's support threads); default 4
+	// QueueSize is how many jobs wait for a worker, newest run first
+	// (beyond it the oldest are dropped), and, with a Chooser, how many
+	// reads wait for the learner (beyond it a request waits: see choose);
+	// default 1024.
+	QueueSize int
 	// TierBytes is the prefetch tier's budget: one job fetches at most what
 	// half of it holds (see tierCap); 0 = no cap.
 	TierBytes int64
