@@ -99,6 +99,9 @@ func TestWritesWithExpectedVersions(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, v, got.GetVersion(), "read your write")
 	assert.Equal(t, codes.FailedPrecondition, status.Code(c.Delete(ctx, "task-2.2", lookahead.IfVersion(v+5))))
+	got, _, err = c.Get(ctx, "task-2.2", nil)
+	require.NoError(t, err, "a refused delete deleted nothing")
+	assert.Equal(t, v, got.GetVersion())
 }
 
 // The stale flag reaches the caller: a sidecar with a tiny TTL and

@@ -54,6 +54,10 @@ func TestNearCacheSeesWritesOwnAtOnceOthersSoon(t *testing.T) {
 	other := dial(t, sidecarAddr)
 	ctx := context.Background()
 	obj := nearHit(t, c, "task-3.3")
+	t.Cleanup(func() { // the tests share the origin: put back what this one deletes
+		_, err := other.Put(ctx, &lookaheadv1.Object{Id: obj.GetId(), Type: obj.GetType(), Refs: obj.GetRefs(), Payload: obj.GetPayload()})
+		assert.NoError(t, err)
+	})
 
 	edit := proto.Clone(obj).(*lookaheadv1.Object)
 	edit.Payload = []byte("own")

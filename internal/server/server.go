@@ -299,8 +299,12 @@ func (s *Server) Delete(ctx context.Context, req *lookaheadv1.DeleteRequest) (*l
 	s.track(ctx, []string{req.GetId()})
 	err := s.writer.Delete(ctx, req.GetId(), req.ExpectedVersion)
 	// Whatever the origin answered (the delete may have landed before an
-	// error): no copy read before it is served after it.
-	s.fetcher.Changed(req.GetId(), 0, true)
+	// error): no copy read before it is served after it. Only a delete the
+	// origin confirmed is one, though: the version floor of a deletion
+	// refuses the versions up to the last one known, and after a refused
+	// conditional delete that is the live object (it was answered as
+	// "older than one the origin announced" until the floor expired).
+	s.fetcher.Changed(req.GetId(), 0, err == nil)
 	if err != nil {
 		return nil, toStatus(err)
 	}
