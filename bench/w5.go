@@ -242,18 +242,7 @@ func (w *w5) selected() ([]w5Pattern, error) {
 	for i := range all {
 		all[i].seed = uint64(i)
 	}
-	if len(w.cfg.Patterns) == 0 {
-		return all, nil
-	}
-	out := slices.DeleteFunc(slices.Clone(all), func(p w5Pattern) bool { return !slices.Contains(w.cfg.Patterns, p.Name) })
-	if len(out) != len(w.cfg.Patterns) {
-		var names []string
-		for _, p := range all {
-			names = append(names, p.Name)
-		}
-		return nil, fmt.Errorf("w5 patterns %q: want some of %q", w.cfg.Patterns, names)
-	}
-	return out, nil
+	return selectNamed(all, w.cfg.Patterns, func(p w5Pattern) string { return p.Name })
 }
 
 func (w *w5) patterns() []w5Pattern {

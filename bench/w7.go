@@ -288,22 +288,23 @@ func withWrites(rng *rand.Rand, ids []string, every int) []w7Op {
 
 // selected is the patterns cfg.Patterns names, in their usual order.
 func (w *w7) selected() ([]w7Pattern, error) {
-	all := w.patterns()
-	if len(w.cfg.Patterns) == 0 {
+	return selectNamed(w.patterns(), w.cfg.Patterns, func(p w7Pattern) string { return p.Name })
+}
+
+// selectNamed returns the items of all that names names, in all's order,
+// all of them when names is empty; a name of none of them is an error that
+// lists theirs.
+func selectNamed[T any](all []T, names []string, name func(T) string) ([]T, error) {
+	if len(names) == 0 {
 		return all, nil
 	}
-	var out []w7Pattern
-	for _, p := range all {
-		if slices.Contains(w.cfg.Patterns, p.Name) {
-			out = append(out, p)
+	out := slices.DeleteFunc(slices.Clone(all), func(x T) bool { return !slices.Contains(names, name(x)) })
+	if len(out) != len(names) {
+		known := make([]string, 0, len(all))
+		for _, x := range all {
+			known = append(known, name(x))
 		}
-	}
-	if len(out) != len(w.cfg.Patterns) {
-		var names []string
-		for _, p := range all {
-			names = append(names, p.Name)
-		}
-		return nil, fmt.Errorf("patterns %q: want some of %q", w.cfg.Patterns, names)
+		return nil, fmt.Errorf("patterns %q: want some of %q", names, known)
 	}
 	return out, nil
 }
