@@ -191,18 +191,13 @@ func (l *Learned) Depth(id string) int {
 	return l.depth[id]
 }
 
-// Read is ReadAt now: objs were answered to one request. Each is a
-// follow of the ref that offered it, if the application reads that list in
-// order (inOrderLocked), and otherwise a direct request; its own refs are
-// offered in turn. It returns the ids of objects whose lists became likelier
+// ReadAt implements Chooser: objs were answered to one request at time at.
+// Each is a follow of the ref that offered it, if the application reads
+// that list in order (inOrderLocked), and otherwise a direct request; its
+// own refs are offered in turn. It returns the ids of objects whose lists became likelier
 // to be read: the parents the request read from and, when a field was seen
 // read further than ever, the objects read before whose lists of it wait
 // (peersLocked).
-func (l *Learned) Read(objs []*graph.Object, waited bool, rtt time.Duration) (parents []string) {
-	return l.ReadAt(l.now(), objs, waited, rtt)
-}
-
-// ReadAt implements Chooser: Read for a request answered at time at.
 func (l *Learned) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt time.Duration) (parents []string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -320,6 +315,11 @@ func (l *Learned) followedTo(of offer) int {
 		return run.last + 1
 	}
 	return 0
+}
+
+// Read is ReadAt for a request answered now, by the planner's clock.
+func (l *Learned) Read(objs []*graph.Object, waited bool, rtt time.Duration) (parents []string) {
+	return l.ReadAt(l.now(), objs, waited, rtt)
 }
 
 // expireLocked decides the offers older than the horizon as not followed.
