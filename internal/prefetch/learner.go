@@ -18,12 +18,12 @@ type reading struct {
 }
 
 // choose hands what a request read to the learner, which learns from it
-// after the answer has gone (see learn): the chooser's Read costs a read of
-// an object with hundreds of refs a few hundred microseconds (its offers,
-// the lists it closes), which every read would wait for. The learner takes
-// readings in the order requests were answered; its queue holds QueueSize,
-// and a full one makes the request wait (the chooser must see every read
-// in order), as every request did before.
+// after the answer has gone (see learn): the chooser's Read costs a read
+// of objects with hundreds of refs their offers and the lists it closes,
+// which every read would wait for. The learner takes readings in the order
+// requests were answered; its queue holds QueueSize, and a full one makes
+// the request wait (the chooser must see every read in order), as every
+// request did before.
 func (s *Scheduler) choose(ctx context.Context, a *fetch.Answer) {
 	r := reading{ctx: context.WithoutCancel(ctx), objs: make([]*graph.Object, 0, len(a.Results)), at: s.now()}
 	for _, res := range a.Results {
