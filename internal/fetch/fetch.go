@@ -130,8 +130,9 @@ type Answer struct {
 	// Revalidate lists ids answered stale that should be refetched in the
 	// background (stale-while-revalidate).
 	Revalidate []string
-	// Began is when the request looked its ids up: a miss could join no
-	// fetch that started after it. Zero when unknown.
+	// Began is when the request's lookup found ids to fetch: a miss could
+	// join no fetch that started after it. Zero when it found none (or
+	// unknown).
 	Began time.Time
 }
 

@@ -23,9 +23,10 @@ type lookup struct {
 // SetAdmission). Cached copies past their TTL follow the stale rules of
 // Config.
 func (f *Fetcher) Get(ctx context.Context, ids []string) (*Answer, error) {
-	a := &Answer{Began: time.Now()}
+	a := &Answer{}
 	l := f.lookup(dedupe(ids))
 	if len(l.need) > 0 {
+		a.Began = time.Now() // only misses need it (see Answer.Began): not on the hit path
 		release, err := f.admit(ctx)
 		if err != nil {
 			return nil, err

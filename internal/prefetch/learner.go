@@ -25,14 +25,12 @@ type reading struct {
 // the request wait (the chooser must see every read in order), as every
 // request did before.
 func (s *Scheduler) choose(ctx context.Context, a *fetch.Answer) {
-	r := reading{ctx: context.WithoutCancel(ctx), objs: make([]*graph.Object, 0, len(a.Results)), at: s.now()}
+	r := reading{ctx: context.WithoutCancel(ctx), objs: make([]*graph.Object, 0, len(a.Results)), at: time.Now()}
 	for _, res := range a.Results {
 		r.objs = append(r.objs, res.Object)
 		r.waited = r.waited || res.Status == fetch.StatusMiss || res.Status == fetch.StatusJoined
 	}
-	s.mu.Lock()
-	s.learning++
-	s.mu.Unlock()
+	s.learning.Add(1) // no lock on the request's path: only the last one learned takes mu
 	select {
 	case s.reads <- r:
 	case <-s.ctx.Done():
@@ -54,11 +52,13 @@ func (s *Scheduler) learner() {
 	}
 }
 
-// learned counts a reading done with (see Idle).
+// learned counts a reading done with, and wakes Idle when it was the last.
+// Idle checks learning under mu before it waits, and the broadcast takes
+// mu, so a wake-up between its check and its wait is not lost.
 func (s *Scheduler) learned() {
-	s.mu.Lock()
-	if s.learning--; s.learning == 0 {
+	if s.learning.Add(-1) == 0 {
+		s.mu.Lock()
 		s.idle.Broadcast()
+		s.mu.Unlock()
 	}
-	s.mu.Unlock()
 }

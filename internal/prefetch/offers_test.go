@@ -41,7 +41,7 @@ func (c fixedChooser) Chances(o *graph.Object, _ int, out []float64) []float64 {
 func (s *Scheduler) learnt() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.learning > 0 && s.ctx.Err() == nil {
+	for s.learning.Load() > 0 && s.ctx.Err() == nil {
 		s.idle.Wait()
 	}
 }

@@ -29,13 +29,13 @@ import (
 // which schedules its own job; and the job was overtaken only because
 // speculation had fallen behind that reader.
 //
-// Only a job queued before the missing request looked its ids up can be
-// overtaken by it: the request could not have joined what a later job
-// fetches. The scheduler learns from a read after answering it (see
-// choose), so the application's next request, a ref of what it just read,
-// often misses before the read's job is queued; that job, still to bring
-// the read's other refs (a profile view's second post, its friends), is
-// not behind the application.
+// Only a job queued before the missing request found what it had to fetch
+// (fetch.Answer.Began) can be overtaken by it: the request could not have
+// joined what a later job fetches. The scheduler learns from a read after
+// answering it (see choose), so the application's next request, a ref of
+// what it just read, often misses before the read's job is queued; that
+// job, still to bring the read's other refs (a profile view's second post,
+// its friends), is not behind the application.
 //
 // An overtaken job still queued is dropped (Metrics.Preempted). A running
 // one is cancelled (Metrics.Cancelled): it starts nothing more, and its

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"iter"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/fetch"
@@ -160,14 +161,13 @@ type Scheduler struct {
 	win   *Window       // a slot per speculative origin call in flight
 
 	mu      sync.Mutex
-	idle    *sync.Cond // signalled when running drops to 0; uses mu
+	idle    *sync.Cond // signalled when running or learning drops to 0; uses mu
 	running int        // workers holding or about to pop a job; guarded by mu
+	runs    runs       // the jobs workers run now; guarded by mu
 	// learning counts the readings handed to the learner and not yet
-	// learned from (see choose); guarded by mu.
-	learning int
+	// learned from (see choose); read by Idle under mu.
+	learning atomic.Int64
 	reads    chan reading // to the learner, in the order requests were answered
-	now      func() time.Time
-	runs     runs // the jobs workers run now; guarded by mu
 
 	ctx       context.Context // cancelled by Close; speculative work runs under it
 	cancel    context.CancelFunc
@@ -193,7 +193,6 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 		win:   cfg.Window,
 		runs:  make(runs),
 		ctx:   ctx, cancel: cancel,
-		now: time.Now,
 	}
 	s.idle = sync.NewCond(&s.mu)
 	if ch, ok := p.(Chooser); ok {
@@ -290,7 +289,7 @@ func (s *Scheduler) runOne() bool {
 func (s *Scheduler) Idle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for s.learning > 0 || s.running > 0 || s.jobs.len() > 0 {
+	for s.learning.Load() > 0 || s.running > 0 || s.jobs.len() > 0 {
 		if s.ctx.Err() != nil {
 			return
 		}
@@ -306,7 +305,7 @@ func (s *Scheduler) enqueue(j job) {
 		return
 	}
 	s.index.hold(j.triggers)
-	j.queued = s.now()
+	j.queued = time.Now()
 	if old, dropped := s.jobs.push(j); dropped {
 		s.index.release(old.triggers)
 		s.cfg.Metrics.Dropped()
