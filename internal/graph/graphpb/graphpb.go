@@ -15,7 +15,11 @@ func FromProto(p *lookaheadv1.Object) *graph.Object {
 	if len(p.GetRefs()) > 0 {
 		o.Refs = make([]graph.Ref, len(p.GetRefs()))
 		for i, r := range p.GetRefs() {
-			o.Refs[i] = graph.Ref{Field: r.GetField(), ID: r.GetId()}
+			f := r.GetField()
+			if i > 0 && f == o.Refs[i-1].Field {
+				f = o.Refs[i-1].Field // one string for a run of refs of a field, as Decode gives them
+			}
+			o.Refs[i] = graph.Ref{Field: f, ID: r.GetId()}
 		}
 	}
 	return o

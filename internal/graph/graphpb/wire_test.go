@@ -86,16 +86,26 @@ func TestEncodedIsWireOrMarshal(t *testing.T) {
 	assert.Equal(t, wire, b)
 }
 
-// The refs of a list share their field's string: whoever walks a hub's
-// refs compares them by pointer. Another field, and the first one again,
-// get their own.
+// The refs of a list share their field's string, decoded from the wire
+// or converted from a protobuf message (the origin client's): whoever
+// walks a hub's refs compares them by pointer. Another field, and the
+// first one again, get their own.
 func TestDecodedRefsShareTheirField(t *testing.T) {
 	o := &graph.Object{ID: "u", Refs: []graph.Ref{{Field: "friends", ID: "a"}, {Field: "friends", ID: "b"}, {Field: "posts", ID: "p"}, {Field: "friends", ID: "c"}}}
 	b, err := proto.Marshal(graphpb.ToProto(o))
 	require.NoError(t, err)
-	got, err := graphpb.Decode(b)
-	require.NoError(t, err)
-	require.Equal(t, o.Refs, got.Refs)
-	assert.Same(t, unsafe.StringData(got.Refs[0].Field), unsafe.StringData(got.Refs[1].Field), "one list's field: one string")
-	assert.NotSame(t, unsafe.StringData(got.Refs[1].Field), unsafe.StringData(got.Refs[3].Field), "after another field: a copy of its own")
+	for name, decode := range map[string]func([]byte) (*graph.Object, error){
+		"Decode": graphpb.Decode,
+		"FromProto": func(b []byte) (*graph.Object, error) {
+			var p lookaheadv1.Object
+			err := proto.Unmarshal(b, &p)
+			return graphpb.FromProto(&p), err
+		},
+	} {
+		got, err := decode(b)
+		require.NoError(t, err, name)
+		require.Equal(t, o.Refs, got.Refs, name)
+		assert.Same(t, unsafe.StringData(got.Refs[0].Field), unsafe.StringData(got.Refs[1].Field), "%s: one list's field: one string", name)
+		assert.NotSame(t, unsafe.StringData(got.Refs[1].Field), unsafe.StringData(got.Refs[3].Field), "%s: after another field: a copy of its own", name)
+	}
 }
