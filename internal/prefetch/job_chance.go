@@ -5,6 +5,7 @@ import (
 	"context"
 	"iter"
 	"slices"
+	"time"
 
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
@@ -35,7 +36,44 @@ func (s *Scheduler) learn(r reading) {
 	if c := s.tierCap(); c > 0 && c < max {
 		max = c
 	}
-	s.enqueue(job{roots: roots, triggers: objs, budget: graph.Budget{MaxObjects: max}, chance: true, client: ClientOf(r.ctx)})
+	s.enqueueChance(job{roots: roots, triggers: objs, budget: graph.Budget{MaxObjects: max}, chance: true, client: ClientOf(r.ctx)})
+}
+
+// maxMergedRoots bounds the roots of a chance job that later reads'
+// jobs are folded into (enqueueChance).
+const maxMergedRoots = 1024
+
+// enqueueChance queues a chance job, or folds it into its client's chance
+// job still queued, which then runs as the newest: its roots are the
+// union's, its triggers too. A read's job is scheduled every read, and a
+// worker's job, with its levels' round trips, takes as long as tens of
+// reads: queued one by one, newest first, the jobs of a list's reads pile
+// up, and the one that asked for the list's next refs (movedLocked) is
+// buried under the reads' after it until the application has read past
+// them (friends of friends at 5 ms: jobs waited 250 ms, and a friend's
+// list of 155 waited for the origin at each of its last 30 refs). Folded,
+// each client has one chance job waiting, with every root read since a
+// worker last took one.
+func (s *Scheduler) enqueueChance(j job) {
+	if j.goneFor() {
+		s.cfg.Metrics.ClientGone()
+		return
+	}
+	s.index.hold(j.triggers)
+	if s.jobs.merge(func(old *job) bool {
+		if !old.chance || old.client != j.client || len(old.roots)+len(j.roots) > maxMergedRoots {
+			return false
+		}
+		old.roots = append(old.roots, j.roots...)
+		old.triggers = append(old.triggers, j.triggers...)
+		old.budget.MaxObjects = max(old.budget.MaxObjects, j.budget.MaxObjects)
+		old.queued = time.Now()
+		return true
+	}) {
+		return
+	}
+	s.index.release(j.triggers)
+	s.enqueue(j)
 }
 
 // offers reports whether a chance expansion below objs would take a ref of
@@ -53,12 +91,21 @@ func (s *Scheduler) offers(objs []*graph.Object) bool {
 		if len(o.Refs) == 0 {
 			continue
 		}
-		buf = s.chooser.Chances(o, s.chooser.Depth(o.ID), buf)
+		buf = chancesAbove(s.chooser, o, s.chooser.Depth(o.ID), least, buf)
 		if slices.ContainsFunc(buf, func(p float64) bool { return p >= least }) {
 			return true
 		}
 	}
 	return false
+}
+
+// chancesAbove is ch's Chances of o's refs, where those below least may be
+// given 0 (see Learned.chancesAbove).
+func chancesAbove(ch Chooser, o *graph.Object, depth int, least float64, out []float64) []float64 {
+	if l, ok := ch.(*Learned); ok {
+		return l.chancesAbove(o, depth, least, out)
+	}
+	return ch.Chances(o, depth, out)
 }
 
 // candidate is an id a chance expansion may fetch and how likely it is read.
@@ -237,7 +284,7 @@ func (s *Scheduler) candidates(level []step, threshold float64, cands []candidat
 			}
 			continue
 		}
-		buf = s.chooser.Chances(st.o, st.depth, buf)
+		buf = chancesAbove(s.chooser, st.o, st.depth, threshold/st.chance, buf)
 		for i := range st.o.Refs {
 			r := &st.o.Refs[i]
 			if p := st.chance * buf[i]; p >= threshold {

@@ -76,7 +76,7 @@ type Learned struct {
 	head     int                     // first live ring entry; guarded by mu
 	request  int                     // requests observed; guarded by mu
 	lists    map[listKey]*listRun    // lists being read: parent and field; guarded by mu
-	depth    map[string]int          // depth at which recently read objects were read; guarded by mu
+	depth    map[string]readDepth    // depth at which recently read objects were read; guarded by mu
 	reads    []ringEntry             // reads in request order, to forget depth; guarded by mu
 	open     openLists               // read objects with lists not yet followed; guarded by mu
 	first    *firstRead              // the last read, when it was a list's first; guarded by mu
@@ -117,6 +117,9 @@ type listRun struct {
 	request  int  // when it was last followed
 	last     int  // the furthest offer followed, by its idx
 	ended    bool // its last ref was followed
+	armed    int  // followed, when its job was last asked for, plus the reads of two round trips then
+	armedAt  int  // the position bucket of last then
+	likely   bool // and whether its refs due then were likely (fetchedPastLocked)
 }
 
 // fieldStats are the decided offers of one type's ref field, by position
@@ -167,7 +170,7 @@ func bucket(pos int) int {
 func NewLearned(cfg LearnedConfig) *Learned {
 	cfg.setDefaults()
 	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, pending: map[string][]offer{}, passed: map[string][]offer{},
-		lists: map[listKey]*listRun{}, depth: map[string]int{}, walk: map[string]string{}, now: time.Now}
+		lists: map[listKey]*listRun{}, depth: map[string]readDepth{}, walk: map[string]string{}, now: time.Now}
 }
 
 // Budget implements Planner. The scheduler asks it only for a request with
@@ -188,8 +191,12 @@ func (l *Learned) Limits() (depth, objects int) { return l.cfg.MaxDepth, l.cfg.M
 func (l *Learned) Depth(id string) int {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	return l.depth[id]
+	return l.depth[id].depth
 }
+
+// readDepth is the depth an object was last read at, and the request that
+// read it.
+type readDepth struct{ depth, seq int }
 
 // ReadAt implements Chooser: objs were answered to one request at time at.
 // Each is a follow of the ref that offered it, if the application reads
@@ -224,10 +231,10 @@ func (l *Learned) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt ti
 			started = true
 		}
 		l.walkRead(o.ID, from)
-		if old, read := l.depth[o.ID]; read && old != d {
+		if old, read := l.depth[o.ID]; read && old.depth != d {
 			l.rereadLocked(o.ID, d)
 		}
-		l.depth[o.ID] = d
+		l.depth[o.ID] = readDepth{d, l.request}
 		l.reads = append(l.reads, ringEntry{id: o.ID, seq: l.request})
 		l.offerLocked(o, d)
 	}
@@ -235,7 +242,8 @@ func (l *Learned) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt ti
 }
 
 // offersPerList bounds what one object's list costs to remember: its first
-// refs, where applications read.
+// refs, where applications read, and, as a follow comes near the last of
+// them, the next offersPerList (moreLocked).
 const offersPerList = 256
 
 func (l *Learned) offerLocked(o *graph.Object, depth int) {
@@ -246,8 +254,8 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 	list := &openList{id: o.ID, typ: o.Type, depth: depth, seq: l.request,
 		children: make([]string, 0, min(len(o.Refs), offersPerList))}
 	f := &lists[0]
-	for j := 0; left > 0; j++ { // a hub's refs past its lists' first are never offered
-		r := o.Refs[j]
+	for j := 0; left > 0; j++ { // a hub's refs past its lists' first are offered as they are read (moreLocked)
+		r := &o.Refs[j]
 		if !same(f.field, r.Field) {
 			i := l.refIndex.find(r.Field)
 			if i < 0 {
@@ -261,27 +269,67 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 			continue
 		}
 		left--
-		offers := l.pending[r.ID]
-		if slices.ContainsFunc(offers, func(of offer) bool { return of.parent == o.ID }) {
-			continue // o read again
+		if i == offersPerList-1 && f.n > offersPerList {
+			list.obj = o
+			list.more = append(list.more, listCut{field: r.Field, next: j + 1, pos: i + 1, n: f.n, back: f.back})
 		}
-		if len(offers) >= maxOffers {
-			// One offer makes room: the one farthest from being followed,
-			// if farther than this one (see farthestLocked).
-			far := l.farthestLocked(offers)
-			if offers[far].idx-l.followedTo(offers[far]) <= len(list.children) {
-				continue
-			}
-			offers = slices.Delete(offers, far, far+1)
-		}
-		k := edgeKey{min(depth, maxContextDepth), o.Type, r.Field}
-		l.pending[r.ID] = append(offers, offer{key: k, pos: i, last: i == f.n-1, back: f.back,
-			parent: o.ID, list: list, idx: len(list.children), seq: l.request})
-		l.ring = append(l.ring, ringEntry{id: r.ID, seq: l.request, parent: o.ID})
-		list.children = append(list.children, r.ID)
+		l.offerRefLocked(list, r, i, f.n, f.back)
 	}
 	if len(list.children) > 0 {
 		l.open.add(list)
+	}
+}
+
+// offerRefLocked offers r, the pos'th of its field's n refs, from list.
+func (l *Learned) offerRefLocked(list *openList, r *graph.Ref, pos, n int, back bool) {
+	offers := l.pending[r.ID]
+	if slices.ContainsFunc(offers, func(of offer) bool { return of.parent == list.id }) {
+		return // the object read again
+	}
+	if len(offers) >= maxOffers {
+		// One offer makes room: the one farthest from being followed,
+		// if farther than this one (see farthestLocked).
+		far := l.farthestLocked(offers)
+		if offers[far].idx-l.followedTo(offers[far]) <= len(list.children)-l.followedTo(offer{parent: list.id, key: edgeKey{field: r.Field}}) {
+			return
+		}
+		offers = slices.Delete(offers, far, far+1)
+	}
+	k := edgeKey{min(list.depth, maxContextDepth), list.typ, r.Field}
+	l.pending[r.ID] = append(offers, offer{key: k, pos: pos, last: pos == n-1, back: back,
+		parent: list.id, list: list, idx: len(list.children), seq: l.request})
+	l.ring = append(l.ring, ringEntry{id: r.ID, seq: l.request, parent: list.id})
+	list.children = append(list.children, r.ID)
+}
+
+// moreAhead is how near the last ref offered of a long list a follow
+// comes before the list's next offersPerList refs are offered.
+const moreAhead = offersPerList / 2
+
+// moreLocked offers the next offersPerList refs of of's list, when it has
+// more than were offered and the follow of of came within moreAhead of the
+// last: an application reading a friend's 540 friends reads past the
+// first 256, and each read past them would otherwise be a direct request
+// at depth 0, whose own lists the reads after it do not follow.
+func (l *Learned) moreLocked(of offer) {
+	o := of.list
+	i := slices.IndexFunc(o.more, func(c listCut) bool { return same(c.field, of.key.field) })
+	if i < 0 || of.idx+moreAhead < len(o.children) {
+		return
+	}
+	c := &o.more[i]
+	for added := 0; c.next < len(o.obj.Refs) && added < offersPerList; c.next++ {
+		if r := &o.obj.Refs[c.next]; same(r.Field, c.field) {
+			l.offerRefLocked(o, r, c.pos, c.n, c.back)
+			c.pos++
+			added++
+		}
+	}
+	if c.pos >= c.n {
+		o.more = slices.Delete(o.more, i, i+1)
+		if len(o.more) == 0 {
+			o.obj = nil
+		}
 	}
 }
 
@@ -339,7 +387,10 @@ func (l *Learned) expireLocked() {
 		l.head = 0
 	}
 	for len(l.reads) > 0 && l.request-l.reads[0].seq > l.cfg.Horizon {
-		if e := l.reads[0]; l.depth[e.id] >= 0 {
+		// Forgotten unless read again since: a friend read in one friends
+		// of friends session and again in the next is remembered at the
+		// next one's depth until the horizon has passed that read too.
+		if e := l.reads[0]; l.depth[e.id].seq == e.seq {
 			delete(l.depth, e.id)
 		}
 		l.reads = l.reads[1:]

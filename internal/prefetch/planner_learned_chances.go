@@ -13,6 +13,14 @@ import (
 // read, see listChances.beyond), and refs of a field nothing is known
 // about, get 0.
 func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
+	return l.chancesAbove(o, depth, 0, out)
+}
+
+// chancesAbove is Chances, except that the refs of a list none of whose
+// refs can reach least get 0 without an estimate each: the walk of a
+// level of friends of friends, hundreds of refs each, whose lists nobody
+// reads, costs a dozen estimates a list.
+func (l *Learned) chancesAbove(o *graph.Object, depth int, least float64, out []float64) []float64 {
 	out = out[:0]
 	l.mu.RLock()
 	defer l.mu.RUnlock()
@@ -32,6 +40,9 @@ func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
 				i = index.add(r.Field)
 				lists = append(lists, l.listLocked(edgeKey{min(depth, maxContextDepth), o.Type, r.Field}))
 				l.readingLocked(&lists[i], o.ID)
+				if c := &lists[i]; least > 0 && c.own == 0 && c.s != nil && c.most() < least {
+					c.s = nil // done: every ref 0
+				}
 			}
 		}
 		c := &lists[i]
@@ -149,6 +160,8 @@ type listChances struct {
 	pos    int         // of the next ref
 	rank   int         // of the next ref, among those not read in the walk
 	own    int         // refs followed from this list: 0 when it is not being read
+	last   int         // of the furthest ref followed from this list, when own > 0
+	reach  float64     // the field's chance of a list being read to last; 0: too few follows there to say (see at)
 	whole  bool        // lists of the field are read to their end (readsToEndLocked)
 	due    int         // reads the application makes in two round trips
 }
@@ -160,7 +173,10 @@ func (l *Learned) readingLocked(c *listChances, parent string) {
 	if run == nil || c.s == nil {
 		return
 	}
-	c.own = run.followed
+	c.own, c.last = run.followed, run.last
+	if b := bucket(run.last); c.s.followed[b] >= minEvidence {
+		c.reach = rate(c.s, c.prior, b)
+	}
 	c.whole = l.readsToEndLocked(c.key)
 	c.due = 2 * l.pace.distance(l.rtt)
 }
@@ -234,11 +250,42 @@ func (c *listChances) next(skipped bool) float64 {
 	if c.s == nil { // nothing known: not fetched before the application shows it reads the field
 		return 0
 	}
-	p := estimate(c.s, c.prior, bucket(pos), c.likely)
+	p := c.at(pos)
 	if p > 0 && rank > c.limit() {
 		return c.beyond(p, rank)
 	}
 	return p
+}
+
+// at is the chance of the ref at pos, within the limit. Of a list being
+// read, which has been read to c.last, its refs further down are read as
+// often as the field's lists read that far go on to their position, not
+// as often as all lists of the field reach it, most of which nobody starts
+// (a friend's friends, read in friends of friends after a dozen friends'
+// lists were not). Where no list was offered yet, nothing says it stops:
+// the limit and the Copernican continuation decide (beyond).
+func (c *listChances) at(pos int) float64 {
+	b := bucket(pos)
+	p := estimate(c.s, c.prior, b, c.likely)
+	if c.own > 0 && pos > c.last {
+		switch {
+		case c.s.offered[b] < minEvidence:
+			p = 1
+		case c.reach > 0:
+			p = min(p/c.reach, 1)
+		}
+	}
+	return p
+}
+
+// most is the highest chance a ref of a list not being read can have:
+// its position's estimate, within the limit.
+func (c *listChances) most() float64 {
+	m := 0.0
+	for b := range buckets {
+		m = max(m, estimate(c.s, c.prior, b, c.likely))
+	}
+	return m
 }
 
 // estimate is the chance of a ref in position bucket b of a list of s's
@@ -251,11 +298,17 @@ func (c *listChances) next(skipped bool) float64 {
 // Chances and Followed both use it, so that the fields an Expand ahead
 // follows are those whose refs a level's chances take.
 func estimate(s *fieldStats, prior float64, b int, likely float64) float64 {
-	p := (s.followed[b] + priorWeight*prior) / (s.offered[b] + priorWeight)
+	p := rate(s, prior, b)
 	if p < likely && (s.offered[b] < minEvidence || s.lists < minLists) {
 		return 0 // a guess: see minEvidence and minLists
 	}
 	return p
+}
+
+// rate is the follow rate of position bucket b of s's field, borrowing
+// strength from the field's, prior.
+func rate(s *fieldStats, prior float64, b int) float64 {
+	return (s.followed[b] + priorWeight*prior) / (s.offered[b] + priorWeight)
 }
 
 // minLists is how many lists of a field must have been followed for a

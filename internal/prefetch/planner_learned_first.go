@@ -79,7 +79,9 @@ func (l *Learned) revertFirstLocked(f *firstRead) {
 	delete(l.lists, listKey{f.of.parent, f.of.key.field})
 	l.pace.unfollowed()
 	l.decideLocked(f.of, false)
-	l.depth[f.child] = 0
+	r := l.depth[f.child]
+	r.depth = 0
+	l.depth[f.child] = r
 	l.startWalkLocked()
 	l.walkRead(f.child, "")
 	f.of.list.started = slices.DeleteFunc(f.of.list.started, func(s string) bool { return s == f.of.key.field })

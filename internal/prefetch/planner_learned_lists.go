@@ -202,6 +202,9 @@ func dropOfferLocked(offers map[string][]offer, id string, match func(offer) boo
 // ever, the peers waiting for it.
 func (l *Learned) followLocked(of offer, out []string) []string {
 	longer := l.decideLocked(of, true)
+	if of.list.obj != nil {
+		l.moreLocked(of)
+	}
 	of.list.read = l.request
 	l.closeLocked(of)
 	if longer || l.movedLocked(of) {
@@ -247,22 +250,63 @@ func (l *Learned) belowLocked(of offer, out []string) []string {
 // first follow (the list is being read from now on, and its field may
 // have had no evidence before), a follow whose position's evidence was
 // still thin (a chance that was a guess may now be fetched: minEvidence),
-// or a follow of a list with refs past the limit whose lists are read to
-// their end (the Copernican continuation grows with each follow). Otherwise
-// the read's job, and the jobs of the reads before it, expanded the same
-// list with the same chances: a tree read whole (W1) re-expanded every
-// parent below which each child was read, walking through its held levels
-// once for each child.
+// a follow of a list with refs past the limit whose lists are read to
+// their end (the Copernican continuation grows with each follow), or a
+// follow that moves what the list's job would fetch as due: the refs
+// due (the reads of two round trips past the last one read, at least
+// 2×minAhead) are not likely, so the last job fetched only those due then,
+// and the reader has come within half of them of where it reached, or into
+// another position bucket (listChances.at moved); or they became likely
+// since the last job, which fetched only those due. Otherwise the read's
+// job, and the jobs of the reads before it, expanded the same list with
+// the same chances: a tree read whole (W1) re-expanded every parent below
+// which each child was read, walking through its held levels once for
+// each child; a list whose next refs are likely was fetched whole, up to
+// the job's budget, by the job of its first follows.
 func (l *Learned) movedLocked(of offer) bool {
 	run := l.lists[listKey{of.parent, of.key.field}]
-	if run == nil || run.followed == 1 {
+	if run == nil {
 		return true
 	}
-	if s := l.stats[of.key]; s == nil || s.offered[bucket(of.pos)] <= minEvidence {
+	due := max(2*l.pace.distance(l.rtt), 2*minAhead)
+	end := run.last + 1 + due // the last ref due
+	if of.list.obj == nil {
+		end = min(end, len(of.list.children)-1)
+	}
+	arm := func(likely bool) bool {
+		run.armed, run.armedAt, run.likely = run.followed+due, bucket(run.last), likely
 		return true
+	}
+	if run.followed == 1 {
+		return arm(l.fetchedPastLocked(of, end))
+	}
+	if s := l.stats[of.key]; s == nil || s.offered[bucket(of.pos)] <= minEvidence {
+		return arm(l.fetchedPastLocked(of, end))
+	}
+	if of.idx+1 < len(of.list.children) || of.list.obj != nil { // refs left
+		likely := l.fetchedPastLocked(of, end)
+		switch {
+		case likely && !run.likely:
+			return arm(true) // the refs due became likely: the last job fetched only what was due
+		case !likely && (run.followed+due/2 >= run.armed || bucket(run.last) != run.armedAt):
+			return arm(false) // the reader nears what the last job reached, or the chances moved (listChances.at)
+		}
 	}
 	c := l.listLocked(of.key)
 	return len(of.list.children) > c.limit() && l.readsToEndLocked(of.key)
+}
+
+// fetchedPastLocked reports whether the job of of's list fetches its refs
+// up to the pos'th whether or not they are due: its chance there reaches
+// Threshold, within the limit. Then the job the list's last follow in
+// the same position bucket asked for (the chances are the same) fetched
+// them, up to its budget, and asking again would walk the list for
+// nothing: a friend's friends, in friends of friends, are fetched whole
+// at its first follows.
+func (l *Learned) fetchedPastLocked(of offer, pos int) bool {
+	c := l.listLocked(of.key)
+	l.readingLocked(&c, of.parent)
+	return c.s != nil && pos <= c.limit() && c.at(pos) >= l.cfg.Threshold
 }
 
 // closeLocked decides, when the application reads from a list of an object

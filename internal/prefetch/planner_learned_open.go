@@ -3,6 +3,8 @@ package prefetch
 import (
 	"cmp"
 	"slices"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
 // openList is an object read whose lists the application has not all been
@@ -14,6 +16,19 @@ type openList struct {
 	children []string // the ids it offered
 	started  []string // the fields of its lists followed
 	read     int      // the request that last followed one of them
+	// obj and more, for an object with a list longer than offersPerList:
+	// where each such list's offers stopped (moreLocked).
+	obj  *graph.Object
+	more []listCut
+}
+
+// listCut is where the offers of a long list stopped.
+type listCut struct {
+	field string
+	next  int // index in the object's refs to go on from
+	pos   int // in the field's list, of the next ref to offer
+	n     int // refs in the field's list
+	back  bool
 }
 
 // openLists are the open lists, indexed for what a follow asks of them.

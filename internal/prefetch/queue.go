@@ -84,6 +84,26 @@ func (q *queue) filter(keep func(*job) bool) (dropped int) {
 	return dropped
 }
 
+// merge offers j to the queued jobs, newest first, until into folds it
+// into one (changing it, under the queue's lock), which then becomes the
+// newest; it reports whether one did.
+func (q *queue) merge(into func(old *job) bool) bool {
+	q.mu.Lock()
+	merged := false
+	for i := q.n - 1; i >= 0 && !merged; i-- {
+		at := (q.head + i) % len(q.buf)
+		if merged = into(&q.buf[at]); merged {
+			m := q.buf[at]
+			for k := i; k < q.n-1; k++ {
+				q.buf[(q.head+k)%len(q.buf)] = q.buf[(q.head+k+1)%len(q.buf)]
+			}
+			q.buf[(q.head+q.n-1)%len(q.buf)] = m
+		}
+	}
+	q.mu.Unlock()
+	return merged
+}
+
 func (q *queue) signal() {
 	select {
 	case q.ready <- struct{}{}:

@@ -67,3 +67,28 @@ func TestQueueSignalsWhileJobsWait(t *testing.T) {
 	assert.True(t, ok)
 	assert.Len(t, q.ready, 0, "nothing waits: no token")
 }
+
+// merge folds into the newest job it accepts, which becomes the newest;
+// when it accepts none, the queue is as it was.
+func TestQueueMergeMakesTheJobItFoldsIntoTheNewest(t *testing.T) {
+	q := newQueue(4)
+	for _, id := range []string{"a", "b", "c"} {
+		q.push(job{refresh: []string{id}})
+	}
+	into := func(id string) func(*job) bool {
+		return func(old *job) bool {
+			if old.refresh[0] != id {
+				return false
+			}
+			old.refresh = append(old.refresh, "+")
+			return true
+		}
+	}
+	assert.False(t, q.merge(into("z")), "no job accepts")
+	assert.True(t, q.merge(into("a")))
+	var left [][]string
+	for j, ok := q.pop(); ok; j, ok = q.pop() {
+		left = append(left, j.refresh)
+	}
+	assert.Equal(t, [][]string{{"a", "+"}, {"c"}, {"b"}}, left, "a, folded into, runs first; the others keep their order")
+}
