@@ -46,11 +46,11 @@ type Metrics interface {
 	ClientGone() // a speculative job, queued or running, of a client that went (see Client)
 }
 
-// DefaultQueueBytes is Config.QueueBytes's default: as much as the default
-// prefetch tier (--prefetch-bytes), 64 KiB for each of QueueSize's default
-// 1024 jobs, far more than a read of ordinary objects holds: the bytes
-// bind before the count only when reads are of objects far larger than
-// usual, or of hubs.
+// DefaultQueueBytes is Config.QueueBytes's default, for each of the two
+// queues: as much as the default prefetch tier (--prefetch-bytes), 64 KiB
+// for each of QueueSize's default 1024 jobs or reads, far more than a read
+// of ordinary objects holds: the bytes bind before the count only when
+// reads are of objects far larger than usual, or of hubs.
 const DefaultQueueBytes = 64 << 20
 
 // Mode selects whether the scheduler speculates.
@@ -74,10 +74,12 @@ type Config struct {
 	QueueSize int
 	// QueueBytes bounds, in Size bytes (see sizeBound), the objects the
 	// jobs waiting keep alive (beyond it the oldest are dropped: see
-	// queue); default 64 MiB. A queued object is usually cached too, but
-	// one evicted meanwhile lives on until its job is done with, and
-	// QueueSize alone would let the queue hold QueueSize requests' worth of
-	// the largest objects the origin may send.
+	// queue), and, apart, the objects the reads waiting for the learner
+	// keep alive (beyond it a request waits: see readBytes); default
+	// 64 MiB. A queued object is usually cached too, but one evicted
+	// meanwhile lives on until its job or read is done with, and QueueSize
+	// alone would let each queue hold QueueSize requests' worth of the
+	// largest objects the origin may send.
 	QueueBytes int64
 	// TierBytes is the prefetch tier's budget: one job fetches at most what
 	// half of it holds (see tierCap); 0 = no cap.
@@ -188,8 +190,9 @@ type Scheduler struct {
 	runs    runs       // the jobs workers run now; guarded by mu
 	// learning counts the readings handed to the learner and not yet
 	// learned from (see choose); read by Idle under mu.
-	learning atomic.Int64
-	reads    chan reading // to the learner, in the order requests were answered
+	learning  atomic.Int64
+	reads     chan reading // to the learner, in the order requests were answered
+	readBytes *readBytes   // of the readings in reads and being learned from
 
 	ctx       context.Context // cancelled by Close; speculative work runs under it
 	cancel    context.CancelFunc
@@ -220,6 +223,7 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 	if ch, ok := p.(Chooser); ok {
 		s.chooser = ch
 		s.reads = make(chan reading, cfg.QueueSize)
+		s.readBytes = newReadBytes(cfg.QueueBytes)
 		s.wg.Add(1)
 		go s.learner()
 	}
@@ -321,9 +325,12 @@ func (s *Scheduler) Idle() {
 
 // QueuedBytes is what the scheduler's queues keep alive now, in Size bytes
 // (see Config.QueueBytes): the jobs waiting for a worker, and the reads
-// waiting for the learner or being learned from (not counted yet).
+// waiting for the learner or being learned from (0 without a chooser).
 func (s *Scheduler) QueuedBytes() (jobs, reads int64) {
-	return s.jobs.held(), 0
+	if s.readBytes != nil {
+		reads = s.readBytes.held.Load()
+	}
+	return s.jobs.held(), reads
 }
 
 // enqueue queues speculative work; speculation never blocks a demand, so a
