@@ -326,6 +326,7 @@ func (s *Scheduler) Idle() {
 // QueuedBytes is what the scheduler's queues keep alive now, in Size bytes
 // (see Config.QueueBytes): the jobs waiting for a worker, and the reads
 // waiting for the learner or being learned from (0 without a chooser).
+// Read at every scrape of lookahead_prefetch_queue_bytes.
 func (s *Scheduler) QueuedBytes() (jobs, reads int64) {
 	if s.readBytes != nil {
 		reads = s.readBytes.held.Load()
