@@ -27,7 +27,7 @@ func (o *options) finish(mode string) error {
 	}
 	errs = append(errs, o.cmd.FinishLogLevel(), o.transport.finish(), o.flagRules())
 	errs = append(errs,
-		wrap("-prefetch-mode, -prefetch-workers, -prefetch-queue", o.sched.Validate()),
+		wrap("-prefetch-mode, -prefetch-workers, -prefetch-queue, -prefetch-queue-bytes", o.sched.Validate()),
 		wrap("-batch-size, -demand-batches, -stale-*", o.fetch.Validate()),
 		wrap("-prefetch-depth, -prefetch-max-objects", o.planner.Validate()),
 		wrap("-cache-bytes, -prefetch-bytes, -ttl, -negative-ttl", o.cache.Validate()),
@@ -54,6 +54,7 @@ func (o *options) flagRules() error {
 		{"max-depth", int64(o.server.MaxDepth)}, {"max-objects", int64(o.server.MaxObjects)}, {"max-walks", int64(o.server.MaxWalks)},
 		{"max-origin-requests", int64(o.server.MaxOriginRequests)}, {"max-origin-waiting", int64(o.server.MaxOriginWaiting)},
 		{"cache-bytes", o.cache.MainBytes}, {"prefetch-bytes", o.cache.PrefetchBytes}, {"stream-memory-bytes", o.server.StreamBytes},
+		{"prefetch-queue-bytes", o.sched.QueueBytes},
 	} {
 		if v.n == 0 {
 			errs = append(errs, fmt.Errorf("-%s 0: must be at least 1", v.flag))

@@ -38,6 +38,7 @@ var badValues = map[string][]flagconftest.Bad{
 	"batch-size":               {{"0", "-batch-size 0: must be at least 1"}, {"-1", "batch size -1: must be at least 1"}},
 	"demand-batches":           {{"0", "-demand-batches 0: must be at least 1"}, {"-1", "demand batches -1: must be at least 1"}},
 	"prefetch-queue":           {{"0", "-prefetch-queue 0: must be at least 1"}, {"-1", "prefetch queue size -1: must be at least 1"}},
+	"prefetch-queue-bytes":     {{"0", "-prefetch-queue-bytes 0: must be at least 1"}, {"-1MiB", "want a non-negative whole number"}},
 	"no-expand":                {{"yes please", `"yes please"`}},
 	"max-ids":                  {{"0", "-max-ids 0: must be at least 1"}, {"-1", "max ids -1: must be at least 1"}},
 	"max-depth":                {{"0", "-max-depth 0: must be at least 1"}, {"-1", "max depth -1: must be at least 1"}, {"2", "-prefetch-depth 3: must not exceed -max-depth 2"}},

@@ -216,16 +216,29 @@ func RegisterWalkMemory(reg prometheus.Registerer, held func() int64) {
 		func() float64 { return float64(held()) }))
 }
 
+// RegisterPrefetchQueue exports lookahead_prefetch_queue_bytes{queue},
+// read from held at every scrape.
+func RegisterPrefetchQueue(reg prometheus.Registerer, held func() (jobs, reads int64)) {
+	registerPair(reg, "prefetch_queue_bytes", "queue", [2]string{"jobs", "reads"}, held,
+		"Bytes of objects the prefetch queues keep alive now, of --prefetch-queue-bytes each: speculative jobs waiting for a worker (jobs), reads waiting to be learned from (reads).")
+}
+
 // RegisterOriginRequests exports lookahead_origin_requests{state}, read
 // from count at every scrape.
 func RegisterOriginRequests(reg prometheus.Registerer, count func() (running, waiting int64)) {
-	opts := func(state string) prometheus.GaugeOpts {
-		return prometheus.GaugeOpts{Namespace: namespace, Name: "origin_requests", ConstLabels: prometheus.Labels{"state": state},
-			Help: "Gets and BatchGets with an uncached id being served (running, of --max-origin-requests) or waiting for a place (waiting, of --max-origin-waiting)."}
+	registerPair(reg, "origin_requests", "state", [2]string{"running", "waiting"}, count,
+		"Gets and BatchGets with an uncached id being served (running, of --max-origin-requests) or waiting for a place (waiting, of --max-origin-waiting).")
+}
+
+// registerPair exports the gauge name with label set to each of values,
+// read from the first and the second value read returns at every scrape.
+func registerPair(reg prometheus.Registerer, name, label string, values [2]string, read func() (int64, int64), help string) {
+	opts := func(value string) prometheus.GaugeOpts {
+		return prometheus.GaugeOpts{Namespace: namespace, Name: name, ConstLabels: prometheus.Labels{label: value}, Help: help}
 	}
 	reg.MustRegister(
-		prometheus.NewGaugeFunc(opts("running"), func() float64 { n, _ := count(); return float64(n) }),
-		prometheus.NewGaugeFunc(opts("waiting"), func() float64 { _, n := count(); return float64(n) }),
+		prometheus.NewGaugeFunc(opts(values[0]), func() float64 { n, _ := read(); return float64(n) }),
+		prometheus.NewGaugeFunc(opts(values[1]), func() float64 { _, n := read(); return float64(n) }),
 	)
 }
 

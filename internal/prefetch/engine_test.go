@@ -290,6 +290,42 @@ func TestFullQueueDropsSpeculation(t *testing.T) {
 	}
 }
 
+// The queue is full by bytes too (Config.QueueBytes): however many jobs
+// its slots would take, it holds jobs of at most that many bytes of
+// objects, dropping the oldest (counted as a full queue's), so that what
+// objects of the origin's a stalled worker keeps alive is bounded by the
+// configuration, not by the objects' sizes.
+func TestQueueFullByBytesDropsSpeculation(t *testing.T) {
+	// x0..x9 each refer to a child the origin stalls on, and take 1000
+	// bytes: two jobs fit in 2500.
+	fo := newFakeOrigin(nil)
+	for i := 0; i < 10; i++ {
+		child := "b" + itoa(i)
+		fo.Objs["x"+itoa(i)] = padded(t, &graph.Object{ID: "x" + itoa(i), Refs: []graph.Ref{{Field: "f", ID: child}}}, 1000)
+		fo.Objs[child] = &graph.Object{ID: child}
+		fo.Block[child] = true
+	}
+	r := newRig(t, fo, Config{Workers: 1, QueueBytes: 2500}, Static{Depth: 1}, cache.Config{})
+	_, _, err := r.engine.Get(context.Background(), []string{"x0"}, Hint{})
+	require.NoError(t, err)
+	<-fo.Started // the only worker is stalled on b0; its job left the queue
+	for i := 1; i < 10; i++ {
+		_, _, err := r.engine.Get(context.Background(), []string{"x" + itoa(i)}, Hint{})
+		require.NoError(t, err)
+		jobs, _ := r.engine.s.QueuedBytes()
+		assert.LessOrEqual(t, jobs, int64(2500), "after x%d", i)
+	}
+	assert.Equal(t, 2, r.engine.s.jobs.len(), "two jobs' bytes fit")
+	assert.Equal(t, 7.0, testutil.ToFloat64(r.m.PrefetchDropped), "x1..x7's jobs were dropped, oldest first")
+	close(fo.Release)
+	idle(t, r)
+	for i := 1; i < 10; i++ {
+		assert.Equal(t, i >= 8, askedAt(fo, "b"+itoa(i)) >= 0, "b%d fetched: only the two newest jobs ran", i)
+	}
+	jobs, _ := r.engine.s.QueuedBytes()
+	assert.Zero(t, jobs)
+}
+
 func TestExpandUnsupportedFallsBackOnce(t *testing.T) {
 	objs := tree(t, 2, 4)
 	fx := &fakeExpander{Origin: newFakeOrigin(objs), Unsupported: true}

@@ -60,7 +60,7 @@ func (s *Scheduler) enqueueChance(j job) {
 		return
 	}
 	s.index.hold(j.triggers)
-	if s.jobs.merge(func(old *job) bool {
+	merged, dropped := s.jobs.merge(&j, func(old *job) bool {
 		if !old.chance || old.client != j.client || len(old.roots)+len(j.roots) > maxMergedRoots {
 			return false
 		}
@@ -69,7 +69,12 @@ func (s *Scheduler) enqueueChance(j job) {
 		old.budget.MaxObjects = max(old.budget.MaxObjects, j.budget.MaxObjects)
 		old.queued = time.Now()
 		return true
-	}) {
+	})
+	for _, old := range dropped {
+		s.index.release(old.triggers)
+		s.cfg.Metrics.Dropped()
+	}
+	if merged {
 		return
 	}
 	s.index.release(j.triggers)

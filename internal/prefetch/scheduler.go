@@ -46,6 +46,13 @@ type Metrics interface {
 	ClientGone() // a speculative job, queued or running, of a client that went (see Client)
 }
 
+// DefaultQueueBytes is Config.QueueBytes's default, for each of the two
+// queues: as much as the default prefetch tier (--prefetch-bytes), 64 KiB
+// for each of QueueSize's default 1024 jobs or reads, far more than a read
+// of ordinary objects holds: the bytes bind before the count only when
+// reads are of objects far larger than usual, or of hubs.
+const DefaultQueueBytes = 64 << 20
+
 // Mode selects whether the scheduler speculates.
 type Mode string
 
@@ -65,6 +72,15 @@ type Config struct {
 	// reads wait for the learner (beyond it a request waits: see choose);
 	// default 1024.
 	QueueSize int
+	// QueueBytes bounds, in Size bytes (see sizeBound), the objects the
+	// jobs waiting keep alive (beyond it the oldest are dropped: see
+	// queue), and, apart, the objects the reads waiting for the learner
+	// keep alive (beyond it a request waits: see readBytes); default
+	// 64 MiB. A queued object is usually cached too, but one evicted
+	// meanwhile lives on until its job or read is done with, and QueueSize
+	// alone would let each queue hold QueueSize requests' worth of the
+	// largest objects the origin may send.
+	QueueBytes int64
 	// TierBytes is the prefetch tier's budget: one job fetches at most what
 	// half of it holds (see tierCap); 0 = no cap.
 	TierBytes int64
@@ -95,6 +111,9 @@ func (c *Config) setDefaults() {
 	if c.QueueSize == 0 {
 		c.QueueSize = 1024
 	}
+	if c.QueueBytes == 0 {
+		c.QueueBytes = DefaultQueueBytes
+	}
 	if c.Metrics == nil {
 		c.Metrics = nopMetrics{}
 	}
@@ -121,6 +140,9 @@ func (c Config) validate() error {
 	if c.QueueSize < 1 {
 		errs = append(errs, fmt.Errorf("prefetch queue size %d: must be at least 1", c.QueueSize))
 	}
+	if c.QueueBytes < 1 {
+		errs = append(errs, fmt.Errorf("prefetch queue bytes %d: must be at least 1", c.QueueBytes))
+	}
 	if c.TierBytes < 0 {
 		errs = append(errs, fmt.Errorf("prefetch tier bytes %d: must not be negative", c.TierBytes))
 	}
@@ -131,7 +153,8 @@ func (c Config) validate() error {
 type job struct {
 	roots []*graph.Object
 	// triggers are the objects of roots the request that scheduled the job
-	// read, less those a demand miss has overtaken since (see overtake).
+	// read, less those a demand miss has overtaken since (see overtake):
+	// always among roots.
 	triggers []*graph.Object
 	budget   graph.Budget
 	refresh  []string
@@ -140,6 +163,7 @@ type job struct {
 	client   *Client  // whom it was scheduled for; nil: nobody's (a refresh)
 	ahead    []string // ids a demand caught up with speculation at (see CaughtUp)
 	queued   time.Time
+	bytes    int64 // what the queue charged it (jobBytes)
 }
 
 // Scheduler runs speculation: after each demand it asks its planner how far
@@ -166,8 +190,9 @@ type Scheduler struct {
 	runs    runs       // the jobs workers run now; guarded by mu
 	// learning counts the readings handed to the learner and not yet
 	// learned from (see choose); read by Idle under mu.
-	learning atomic.Int64
-	reads    chan reading // to the learner, in the order requests were answered
+	learning  atomic.Int64
+	reads     chan reading // to the learner, in the order requests were answered
+	readBytes *readBytes   // of the readings in reads and being learned from
 
 	ctx       context.Context // cancelled by Close; speculative work runs under it
 	cancel    context.CancelFunc
@@ -188,7 +213,7 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Scheduler{
 		cfg: cfg, fetcher: f, planner: p,
-		jobs:  newQueue(cfg.QueueSize),
+		jobs:  newQueue(cfg.QueueSize, cfg.QueueBytes),
 		index: newTriggerIndex(),
 		win:   cfg.Window,
 		runs:  make(runs),
@@ -198,6 +223,7 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 	if ch, ok := p.(Chooser); ok {
 		s.chooser = ch
 		s.reads = make(chan reading, cfg.QueueSize)
+		s.readBytes = newReadBytes(cfg.QueueBytes)
 		s.wg.Add(1)
 		go s.learner()
 	}
@@ -297,8 +323,19 @@ func (s *Scheduler) Idle() {
 	}
 }
 
+// QueuedBytes is what the scheduler's queues keep alive now, in Size bytes
+// (see Config.QueueBytes): the jobs waiting for a worker, and the reads
+// waiting for the learner or being learned from (0 without a chooser).
+// Read at every scrape of lookahead_prefetch_queue_bytes.
+func (s *Scheduler) QueuedBytes() (jobs, reads int64) {
+	if s.readBytes != nil {
+		reads = s.readBytes.held.Load()
+	}
+	return s.jobs.held(), reads
+}
+
 // enqueue queues speculative work; speculation never blocks a demand, so a
-// full queue drops its oldest job instead (see queue), counted.
+// full queue drops its oldest jobs instead (see queue), counted.
 func (s *Scheduler) enqueue(j job) {
 	if j.goneFor() { // its connection ended while the request was answered
 		s.cfg.Metrics.ClientGone()
@@ -306,7 +343,7 @@ func (s *Scheduler) enqueue(j job) {
 	}
 	s.index.hold(j.triggers)
 	j.queued = time.Now()
-	if old, dropped := s.jobs.push(j); dropped {
+	for _, old := range s.jobs.push(j) {
 		s.index.release(old.triggers)
 		s.cfg.Metrics.Dropped()
 	}
