@@ -152,7 +152,7 @@ func cli(args []string, stdout, stderr io.Writer) int {
 
 // run wires the pieces, serves until ctx ends and shuts down in reverse order.
 func run(ctx context.Context, o *options, log *slog.Logger) error {
-	limit, source := setMemoryLimit(o.cache, o.transport.maxMessageBytes, o.server.StreamBytes)
+	limit, source := setMemoryLimit(o.cache, o.transport.maxMessageBytes, o.server.StreamBytes, o.sched.QueueBytes)
 	log.Info("memory limit", "bytes", limit, "from", source)
 	gc, source := setGCPercent(o.gcPercent)
 	log.Info("garbage collection", "percent", gc, "from", source)

@@ -13,22 +13,24 @@ import (
 // W4 measured a live heap of 1.7× the budget) plus four origin messages in
 // flight plus twice the stream budget: what replies may hold for slow
 // clients, and as much again that walks' Expands may hold ahead of
-// their streams (each walk's share of the budget).
+// their streams (each walk's share of the budget); plus the two
+// speculative queues' bytes (--prefetch-queue-bytes each), which keep
+// alive objects the tiers may have evicted meanwhile.
 // Near it the garbage collector runs more often and returns freed memory
 // to the system, so a burst of large replies does not leave the process at
 // its peak for good.
-func memoryLimit(c cache.Config, maxMessageBytes, streamBytes int64) int64 {
-	return 2*(c.MainBytes+c.PrefetchBytes) + 4*maxMessageBytes + 2*streamBytes
+func memoryLimit(c cache.Config, maxMessageBytes, streamBytes, queueBytes int64) int64 {
+	return 2*(c.MainBytes+c.PrefetchBytes) + 4*maxMessageBytes + 2*streamBytes + 2*queueBytes
 }
 
 // setMemoryLimit applies memoryLimit unless the GOMEMLIMIT environment
 // variable has set one (the runtime read it at start); it returns the limit
 // in force and where it came from.
-func setMemoryLimit(c cache.Config, maxMessageBytes, streamBytes int64) (limit int64, source string) {
+func setMemoryLimit(c cache.Config, maxMessageBytes, streamBytes, queueBytes int64) (limit int64, source string) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return debug.SetMemoryLimit(-1), "GOMEMLIMIT"
 	}
-	limit = memoryLimit(c, maxMessageBytes, streamBytes)
+	limit = memoryLimit(c, maxMessageBytes, streamBytes, queueBytes)
 	debug.SetMemoryLimit(limit)
 	return limit, "cache budgets"
 }
