@@ -273,15 +273,18 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 			list.obj = o
 			list.more = append(list.more, listCut{field: r.Field, next: j + 1, pos: i + 1, n: f.n, back: f.back})
 		}
-		l.offerRefLocked(list, r, i, f.n, f.back)
+		l.offerRefLocked(list, r, i, f.n, f.back, 0)
 	}
 	if len(list.children) > 0 {
 		l.open.add(list)
 	}
 }
 
-// offerRefLocked offers r, the pos'th of its field's n refs, from list.
-func (l *Learned) offerRefLocked(list *openList, r *graph.Ref, pos, n int, back bool) {
+// offerRefLocked offers r, the pos'th of its field's n refs, from list,
+// whose refs before from's (by idx) count as followed when a child's
+// offers make room (see farthestLocked): none for a list just read, those
+// up to its furthest follow for the next refs of a list being read.
+func (l *Learned) offerRefLocked(list *openList, r *graph.Ref, pos, n int, back bool, from int) {
 	offers := l.pending[r.ID]
 	if slices.ContainsFunc(offers, func(of offer) bool { return of.parent == list.id }) {
 		return // the object read again
@@ -290,7 +293,7 @@ func (l *Learned) offerRefLocked(list *openList, r *graph.Ref, pos, n int, back 
 		// One offer makes room: the one farthest from being followed,
 		// if farther than this one (see farthestLocked).
 		far := l.farthestLocked(offers)
-		if offers[far].idx-l.followedTo(offers[far]) <= len(list.children)-l.followedTo(offer{parent: list.id, key: edgeKey{field: r.Field}}) {
+		if offers[far].idx-l.followedTo(offers[far]) <= len(list.children)-from {
 			return
 		}
 		offers = slices.Delete(offers, far, far+1)
@@ -307,20 +310,29 @@ func (l *Learned) offerRefLocked(list *openList, r *graph.Ref, pos, n int, back 
 const moreAhead = offersPerList / 2
 
 // moreLocked offers the next offersPerList refs of of's list, when it has
-// more than were offered and the follow of of came within moreAhead of the
-// last: an application reading a friend's 540 friends reads past the
-// first 256, and each read past them would otherwise be a direct request
-// at depth 0, whose own lists the reads after it do not follow.
+// more than were offered, the follow of of came within moreAhead of the
+// last, and the list has been read that far, moreAhead follows at least:
+// an application reading a friend's 540 friends reads past the first 256,
+// and each read past them would otherwise be a direct request at depth 0,
+// whose own lists the reads after it do not follow. A read that a hub's
+// list claims far down it, where nobody read the list (a popular user
+// viewed, who is a hub's 200th friend), is not a reader nearing its end:
+// offering the hub's next refs there made the hot spot's views follows of
+// hubs, and a tenth more round trips.
 func (l *Learned) moreLocked(of offer) {
 	o := of.list
 	i := slices.IndexFunc(o.more, func(c listCut) bool { return same(c.field, of.key.field) })
 	if i < 0 || of.idx+moreAhead < len(o.children) {
 		return
 	}
+	if run := l.lists[listKey{of.parent, of.key.field}]; run == nil || run.followed < moreAhead {
+		return
+	}
 	c := &o.more[i]
+	from := l.followedTo(of)
 	for added := 0; c.next < len(o.obj.Refs) && added < offersPerList; c.next++ {
 		if r := &o.obj.Refs[c.next]; same(r.Field, c.field) {
-			l.offerRefLocked(o, r, c.pos, c.n, c.back)
+			l.offerRefLocked(o, r, c.pos, c.n, c.back, from)
 			c.pos++
 			added++
 		}

@@ -283,7 +283,7 @@ func (l *Learned) movedLocked(of offer) bool {
 	if s := l.stats[of.key]; s == nil || s.offered[bucket(of.pos)] <= minEvidence {
 		return arm(l.fetchedPastLocked(of, end))
 	}
-	if of.idx+1 < len(of.list.children) || of.list.obj != nil { // refs left
+	if run.last >= minAhead-1 && (of.idx+1 < len(of.list.children) || of.list.obj != nil) { // read on, with refs left
 		likely := l.fetchedPastLocked(of, end)
 		switch {
 		case likely && !run.likely:
