@@ -264,15 +264,16 @@ func (c *listChances) next(skipped bool) float64 {
 // (a friend's friends, read in friends of friends after a dozen friends'
 // lists were not). Where no list was offered yet, nothing says it stops:
 // the limit and the Copernican continuation decide (beyond). A list read
-// to fewer than minAhead positions has not shown that it is read on,
+// to fewer than 2×minAhead positions has not shown that it is read on,
 // however often it was read that far: a popular user's first three
-// friends, read in each view of the user, whose next positions' low
-// estimate, over theirs, made likely (the hot spot at full size made a
-// sixth more round trips, and was slower than no prefetching at 0 ms).
+// friends, read in each view of the user, and a view or two after them
+// taken for follows of the list, whose next positions' low estimate, over
+// theirs, made likely (the hot spot at full size made a sixth more round
+// trips, and was slower than no prefetching at 0 ms).
 func (c *listChances) at(pos int) float64 {
 	b := bucket(pos)
 	p := estimate(c.s, c.prior, b, c.likely)
-	if c.own > 0 && c.last >= minAhead-1 && pos > c.last {
+	if c.own > 0 && c.last >= 2*minAhead-1 && pos > c.last {
 		switch {
 		case c.s.offered[b] < minEvidence:
 			p = 1

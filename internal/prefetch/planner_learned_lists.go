@@ -252,7 +252,8 @@ func (l *Learned) belowLocked(of offer, out []string) []string {
 // still thin (a chance that was a guess may now be fetched: minEvidence),
 // a follow of a list with refs past the limit whose lists are read to
 // their end (the Copernican continuation grows with each follow), or a
-// follow that moves what the list's job would fetch as due: the refs
+// follow of a list read to 2×minAhead positions that moves what the
+// list's job would fetch as due: the refs
 // due (the reads of two round trips past the last one read, at least
 // 2×minAhead) are not likely, so the last job fetched only those due then,
 // and the reader has come within half of them of where it reached, or into
@@ -283,7 +284,7 @@ func (l *Learned) movedLocked(of offer) bool {
 	if s := l.stats[of.key]; s == nil || s.offered[bucket(of.pos)] <= minEvidence {
 		return arm(l.fetchedPastLocked(of, end))
 	}
-	if run.last >= minAhead-1 && (of.idx+1 < len(of.list.children) || of.list.obj != nil) { // read on, with refs left
+	if run.last >= 2*minAhead-1 && (of.idx+1 < len(of.list.children) || of.list.obj != nil) { // read on, with refs left
 		likely := l.fetchedPastLocked(of, end)
 		switch {
 		case likely && !run.likely:
