@@ -9,7 +9,8 @@ package prefetch
 // the reader goes on to read its (j+1)th with probability r/(j+1) (Gott's
 // Copernican argument: with nothing known of where a run stops, it is as
 // likely to stop before twice its length as after), times what the
-// position's evidence says. Those chances meet the scheduler's thresholds
+// position's evidence says of a list read that far (listChances.at: 1
+// where no list was offered). Those chances meet the scheduler's thresholds
 // like any other: within the reads the application makes in two round
 // trips, down to 1/8 (eight times the run), beyond them to Threshold (twice
 // the run, and only refs that near are given a chance here).
