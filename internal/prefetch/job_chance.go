@@ -55,12 +55,7 @@ const maxMergedRoots = 1024
 // each client has one chance job waiting, with every root read since a
 // worker last took one.
 func (s *Scheduler) enqueueChance(j job) {
-	if j.goneFor() {
-		s.cfg.Metrics.ClientGone()
-		return
-	}
-	s.index.hold(j.triggers)
-	merged, dropped := s.jobs.merge(&j, func(old *job) bool {
+	s.enqueueOr(j, func(old *job) bool {
 		if !old.chance || old.client != j.client || len(old.roots)+len(j.roots) > maxMergedRoots {
 			return false
 		}
@@ -70,15 +65,6 @@ func (s *Scheduler) enqueueChance(j job) {
 		old.queued = time.Now()
 		return true
 	})
-	for _, old := range dropped {
-		s.index.release(old.triggers)
-		s.cfg.Metrics.Dropped()
-	}
-	if merged {
-		return
-	}
-	s.index.release(j.triggers)
-	s.enqueue(j)
 }
 
 // offers reports whether a chance expansion below objs would take a ref of
@@ -96,21 +82,12 @@ func (s *Scheduler) offers(objs []*graph.Object) bool {
 		if len(o.Refs) == 0 {
 			continue
 		}
-		buf = chancesAbove(s.chooser, o, s.chooser.Depth(o.ID), least, buf)
+		buf = s.chooser.Chances(o, s.chooser.Depth(o.ID), least, buf)
 		if slices.ContainsFunc(buf, func(p float64) bool { return p >= least }) {
 			return true
 		}
 	}
 	return false
-}
-
-// chancesAbove is ch's Chances of o's refs, where those below least may be
-// given 0 (see Learned.chancesAbove).
-func chancesAbove(ch Chooser, o *graph.Object, depth int, least float64, out []float64) []float64 {
-	if l, ok := ch.(*Learned); ok {
-		return l.chancesAbove(o, depth, least, out)
-	}
-	return ch.Chances(o, depth, out)
 }
 
 // candidate is an id a chance expansion may fetch and how likely it is read.
@@ -289,7 +266,7 @@ func (s *Scheduler) candidates(level []step, threshold float64, cands []candidat
 			}
 			continue
 		}
-		buf = chancesAbove(s.chooser, st.o, st.depth, threshold/st.chance, buf)
+		buf = s.chooser.Chances(st.o, st.depth, threshold/st.chance, buf)
 		for i := range st.o.Refs {
 			r := &st.o.Refs[i]
 			if p := st.chance * buf[i]; p >= threshold {

@@ -231,7 +231,7 @@ func (s *Scheduler) continues(level []step, k int, threshold float64, only []str
 				probe.Refs = append(probe.Refs, graph.Ref{Field: all[i].field})
 			}
 		}
-		buf = s.chooser.Chances(probe, t.depth+k, buf)
+		buf = s.chooser.Chances(probe, t.depth+k, 0, buf)
 		for _, p := range buf {
 			if p < threshold {
 				return false

@@ -28,7 +28,7 @@ func (c fixedChooser) Depth(string) int                   { return 0 }
 func (c fixedChooser) ReadAt(time.Time, []*graph.Object, bool, time.Duration) (parents []string) {
 	return c.parents
 }
-func (c fixedChooser) Chances(o *graph.Object, _ int, out []float64) []float64 {
+func (c fixedChooser) Chances(o *graph.Object, _ int, _ float64, out []float64) []float64 {
 	out = out[:0]
 	for range o.Refs {
 		out = append(out, c.chance)

@@ -59,8 +59,9 @@ type Chooser interface {
 	Depth(id string) int
 	// Chances appends to out[:0] the probability of each ref of o being
 	// read, given that o is read depth levels below a direct request, in
-	// ref order.
-	Chances(o *graph.Object, depth int, out []float64) []float64
+	// ref order; a ref whose probability is below least may be given 0
+	// (the caller takes none of those).
+	Chances(o *graph.Object, depth int, least float64, out []float64) []float64
 	// ReadAt learns from the objects answered to one request at time at,
 	// which waited for the origin or not, rtt being what a demand round
 	// trip to the origin costs now (0: none measured yet), and returns the

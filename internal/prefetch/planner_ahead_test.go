@@ -155,10 +155,10 @@ func TestLearnedFollowedNeedsTheEvidenceChancesNeed(t *testing.T) {
 	s.offered[0], s.followed[0] = 3, 1 // 0.32: below 1/2, on 3 offers
 	l.stats[edgeKey{0, "Node", "side"}] = s
 	o := &graph.Object{ID: "n", Type: "Node", Refs: []graph.Ref{{Field: "side", ID: "s"}}}
-	require.Zero(t, l.Chances(o, 0, nil)[0])
+	require.Zero(t, l.Chances(o, 0, 0, nil)[0])
 	assert.Empty(t, l.Followed(1.0/8))
 	s.offered[0], s.followed[0], s.allOffered, s.allFollowed, s.lists = 5, 2, 5, 2, 2 // 5 offers, 2 lists: evidence
-	require.GreaterOrEqual(t, l.Chances(o, 0, nil)[0], 1.0/8)
+	require.GreaterOrEqual(t, l.Chances(o, 0, 0, nil)[0], 1.0/8)
 	assert.Equal(t, []string{"side"}, l.Followed(1.0/8))
 }
 
@@ -173,7 +173,7 @@ type uniform struct {
 }
 
 func (u uniform) Ahead(time.Duration) (int, float64) { return u.ahead, u.near }
-func (u uniform) Chances(o *graph.Object, _ int, out []float64) []float64 {
+func (u uniform) Chances(o *graph.Object, _ int, _ float64, out []float64) []float64 {
 	out = out[:0]
 	for range o.Refs {
 		out = append(out, u.p)
@@ -270,7 +270,7 @@ func (page) Followed(float64) []string { return []string{"friends", "left", "nex
 // Chances: next 1, left and right 1/2, the first of friends 1 and the
 // others 0 (a hub read a little), anything else 0 (an out-ref never
 // followed).
-func (page) Chances(o *graph.Object, _ int, out []float64) []float64 {
+func (page) Chances(o *graph.Object, _ int, _ float64, out []float64) []float64 {
 	out = out[:0]
 	friends := 0
 	for _, r := range o.Refs {
@@ -328,7 +328,7 @@ func TestLearnedUnlikelyChanceNeedsEvidence(t *testing.T) {
 		}
 	}
 	read(0, 3) // right passed by twice so far
-	c := l.Chances(branch(100), 0, nil)
+	c := l.Chances(branch(100), 0, 0, nil)
 	assert.GreaterOrEqual(t, c[0], 0.5, "left is likely")
 	assert.Zero(t, c[1], "right: two offers, a guess")
 	read(3, 10)
@@ -337,9 +337,9 @@ func TestLearnedUnlikelyChanceNeedsEvidence(t *testing.T) {
 		l.Read([]*graph.Object{{ID: fmt.Sprint("r", i), Type: "Leaf"}}, false, 0)
 	}
 	right(10)
-	assert.Zero(t, l.Chances(branch(100), 0, nil)[1], "right: enough offers, followed in one list: a coincidence")
+	assert.Zero(t, l.Chances(branch(100), 0, 0, nil)[1], "right: enough offers, followed in one list: a coincidence")
 	right(11)
-	c = l.Chances(branch(100), 0, nil)
+	c = l.Chances(branch(100), 0, 0, nil)
 	assert.Greater(t, c[1], 0.0, "right: followed in two lists, enough offers to be believed")
 	assert.Less(t, c[1], 0.5, "and unlikely")
 }

@@ -77,7 +77,7 @@ func BenchmarkLearnedHub(b *testing.B) {
 		l.Read(leaves[:1], true, 0)
 		var buf []float64
 		for b.Loop() {
-			buf = l.Chances(h, 0, buf)
+			buf = l.Chances(h, 0, 0, buf)
 		}
 		if buf[1] == 0 {
 			b.Fatal("the hub's second ref has no chance: the planner did not learn the star")

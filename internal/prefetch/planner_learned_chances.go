@@ -12,15 +12,11 @@ import (
 // applications were seen to read from one list (unless o's list is being
 // read, see listChances.beyond), and refs of a field nothing is known
 // about, get 0.
-func (l *Learned) Chances(o *graph.Object, depth int, out []float64) []float64 {
-	return l.chancesAbove(o, depth, 0, out)
-}
-
-// chancesAbove is Chances, except that the refs of a list none of whose
-// refs can reach least get 0 without an estimate each: the walk of a
-// level of friends of friends, hundreds of refs each, whose lists nobody
-// reads, costs a dozen estimates a list.
-func (l *Learned) chancesAbove(o *graph.Object, depth int, least float64, out []float64) []float64 {
+//
+// The refs of a list none of whose refs can reach least get 0 without an
+// estimate each: the walk of a level of friends of friends, hundreds of
+// refs each, whose lists nobody reads, costs a dozen estimates a list.
+func (l *Learned) Chances(o *graph.Object, depth int, least float64, out []float64) []float64 {
 	out = out[:0]
 	l.mu.RLock()
 	defer l.mu.RUnlock()

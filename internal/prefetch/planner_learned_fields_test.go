@@ -41,7 +41,7 @@ func TestLearnedConsidersAnObjectsFirstLists(t *testing.T) {
 		require.NoError(t, err)
 		assert.Less(t, k, maxLists, "%s offered, of a field past the first %d", id, maxLists)
 	}
-	c := l.Chances(o, 0, nil)
+	c := l.Chances(o, 0, 0, nil)
 	require.Len(t, c, len(o.Refs))
 	assert.Positive(t, c[0], "the field followed")
 	for k := maxLists; k < len(c); k++ {
@@ -78,7 +78,7 @@ func BenchmarkLearnedManyFields(b *testing.B) {
 	b.Run("op=Chances", func(b *testing.B) {
 		var buf []float64
 		for b.Loop() {
-			buf = l.Chances(o, 0, buf)
+			buf = l.Chances(o, 0, 0, buf)
 		}
 	})
 }

@@ -41,7 +41,7 @@ func TestLearnedChancesOfAHubPastItsRun(t *testing.T) {
 		l.Read([]*graph.Object{node("a0")}, true, 0)
 		l.Read([]*graph.Object{node("b0")}, true, 0)
 	}
-	got := l.Chances(h, 0, nil)
+	got := l.Chances(h, 0, 0, nil)
 	if len(got) != len(h.Refs) || got[0] == 0 || got[99] != 0 || got[100] == 0 {
 		t.Fatalf("chances a0 %v, a99 %v (want 0), b0 %v (want > 0), %d of %d refs", got[0], got[99], got[100], len(got), len(h.Refs))
 	}

@@ -34,7 +34,7 @@ func TestLearnedRandomReadsLearnNothing(t *testing.T) {
 	require.Positive(t, followed, "a coincidence happened")
 	assert.Empty(t, l.Followed(l.cfg.MinChance))
 	for _, o := range objs[:200] {
-		for i, p := range l.Chances(o, 0, nil) {
+		for i, p := range l.Chances(o, 0, 0, nil) {
 			assert.Less(t, p, l.cfg.MinChance, "%s ref %d", o.ID, i)
 		}
 	}

@@ -67,8 +67,8 @@ func TestLearnedChancesOfAListBeingReadAreConditional(t *testing.T) {
 			}
 			l.stats[edgeKey{1, "User", "friends"}] = s
 			l.lists[listKey{"g", "friends"}] = &listRun{followed: 40, last: 39}
-			reading := l.Chances(user("g", 100, "g"), 1, nil)
-			other := l.Chances(user("h", 100, "h"), 1, nil)
+			reading := l.Chances(user("g", 100, "g"), 1, 0, nil)
+			other := l.Chances(user("h", 100, "h"), 1, 0, nil)
 			tt.want(t, reading, other)
 		})
 	}
@@ -134,20 +134,20 @@ func TestLearnedReexpandsAListAsItIsRead(t *testing.T) {
 	assert.NotEmpty(t, nearing, "asked for again at %v", again)
 }
 
-// chancesAbove gives what Chances gives, except 0 for refs below least:
+// Chances with a least gives what it gives without, except 0 for refs below least:
 // a list nobody reads far costs no estimate a ref, and nothing it could
 // fetch is lost.
-func TestLearnedChancesAboveDropsOnlyWhatIsBelowLeast(t *testing.T) {
+func TestLearnedChancesDropOnlyWhatIsBelowLeast(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
 	l.Read([]*graph.Object{user("u", 6, "f")}, false, 0)
 	for i := range 3 { // u's first friends: a list read a few at a time
 		l.Read([]*graph.Object{user(fmt.Sprint("f", i), 0, "")}, false, 0)
 	}
 	hub := user("hub", 40, "h")
-	all := l.Chances(hub, 0, nil)
+	all := l.Chances(hub, 0, 0, nil)
 	require.Positive(t, all[0])
 	for _, least := range []float64{0.01, all[0] / 2, all[0], all[0] + 0.01, 1} {
-		got := l.chancesAbove(hub, 0, least, nil)
+		got := l.Chances(hub, 0, least, nil)
 		for i, p := range all {
 			if p >= least {
 				assert.Equal(t, p, got[i], "least %v, ref %d: reaches least", least, i)
@@ -156,5 +156,5 @@ func TestLearnedChancesAboveDropsOnlyWhatIsBelowLeast(t *testing.T) {
 			}
 		}
 	}
-	assert.Equal(t, make([]float64, len(all)), l.chancesAbove(hub, 0, 1.01, nil), "nothing reaches more than 1")
+	assert.Equal(t, make([]float64, len(all)), l.Chances(hub, 0, 1.01, nil), "nothing reaches more than 1")
 }

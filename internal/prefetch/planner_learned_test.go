@@ -52,7 +52,7 @@ func TestLearnedChances(t *testing.T) {
 				parents := l.Read([]*graph.Object{{ID: fmt.Sprint("f", i), Type: "User"}}, false, 0)
 				assert.Equal(t, []string{"hub"}, parents, "a follow names the list it came from")
 			}
-			tt.want(t, l.Chances(hub, 0, nil))
+			tt.want(t, l.Chances(hub, 0, 0, nil))
 		})
 	}
 }
@@ -69,8 +69,8 @@ func TestLearnedSeparatesDepths(t *testing.T) {
 		}
 	}
 	friend := user("x", 5, "xf")
-	assert.GreaterOrEqual(t, l.Chances(friend, 0, nil)[0], 0.5, "a root's friends are read")
-	assert.Less(t, l.Chances(friend, 1, nil)[0], 0.5, "a friend's friends are not")
+	assert.GreaterOrEqual(t, l.Chances(friend, 0, 0, nil)[0], 0.5, "a root's friends are read")
+	assert.Less(t, l.Chances(friend, 1, 0, nil)[0], 0.5, "a friend's friends are not")
 	assert.Equal(t, 1, l.Depth("r0f0"))
 	assert.Zero(t, l.Depth("root0"))
 }
@@ -83,7 +83,7 @@ func TestLearnedHorizonDecidesUnfollowed(t *testing.T) {
 		l.Read([]*graph.Object{root}, false, 0)
 		l.Read([]*graph.Object{{ID: fmt.Sprint("u", r, "f0"), Type: "User"}}, false, 0) // first friend only
 	}
-	c := l.Chances(user("z", 2, "zf"), 0, nil)
+	c := l.Chances(user("z", 2, "zf"), 0, 0, nil)
 	assert.Greater(t, c[0], 0.8)
 	assert.Less(t, c[1], 0.5, "the second friend was never read")
 }
@@ -216,7 +216,7 @@ func TestLearnedWalkFromAFirstReadMakesItDirect(t *testing.T) {
 	assert.Nil(t, l.lists[listKey{"f0", "friends"}], "f0's list was not read")
 	assert.Zero(t, l.stats[edgeKey{1, "User", "friends"}].allFollowed, "no friend's friend was followed")
 	assert.NotNil(t, l.lists[listKey{"v0", "friends"}], "v0's list was")
-	assert.Less(t, l.Chances(user("y", 2, "yf"), 1, nil)[0], 0.5, "a friend's friends are not fetched")
+	assert.Less(t, l.Chances(user("y", 2, "yf"), 1, 0, nil)[0], 0.5, "a friend's friends are not fetched")
 }
 
 // A reader that descends a chain (each object's one ref, then that
@@ -232,7 +232,7 @@ func TestLearnedChainIsFollowed(t *testing.T) {
 		l.Read([]*graph.Object{link(i)}, false, 0)
 	}
 	assert.Equal(t, maxContextDepth+1, l.Depth("n11"), "each read a follow of the one before")
-	assert.GreaterOrEqual(t, l.Chances(link(100), maxContextDepth, nil)[0], 0.5, "the next link is fetched")
+	assert.GreaterOrEqual(t, l.Chances(link(100), maxContextDepth, 0, nil)[0], 0.5, "the next link is fetched")
 }
 
 // Reading from a list of an object closes the lists not started of the
@@ -264,7 +264,7 @@ func TestLearnedClosesListsPassedBy(t *testing.T) {
 	// a's two friends' lists and b's first friend's, passed by when the feed
 	// read its second friend's post: 3 refs each.
 	assert.Equal(t, 9.0, s.allOffered)
-	assert.Less(t, l.Chances(user("x", 3, "xf"), 1, nil)[0], l.cfg.Prior, "below the prior now")
+	assert.Less(t, l.Chances(user("x", 3, "xf"), 1, 0, nil)[0], l.cfg.Prior, "below the prior now")
 }
 
 // A friend's friend list starts with the user and the friends read before
@@ -293,7 +293,7 @@ func TestLearnedLimitSkipsWhatTheWalkRead(t *testing.T) {
 	}
 	l.Read([]*graph.Object{friends("ax0")}, false, 0) // the first friend's friend
 	b := friends("b", append([]string{"u", "a", "c", "d"}, new("bx", 10)...)...)
-	c := l.Chances(b, 1, nil)
+	c := l.Chances(b, 1, 0, nil)
 	// Friends were read 4 to a list, so friends' friends half again as far:
 	// 6 past the 4 the walk read.
 	assert.GreaterOrEqual(t, c[10], 0.5, "bx6")
@@ -307,13 +307,13 @@ func TestLearnedLimitSkipsWhatTheWalkRead(t *testing.T) {
 func TestLearnedBorrowsFromTheLevelAboveReadToItsEnd(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
 	friend := user("g", 4, "gf") // a friend of a user read before, at depth 1
-	assert.Less(t, l.Chances(friend, 1, nil)[0], 0.5, "nothing known")
+	assert.Less(t, l.Chances(friend, 1, 0, nil)[0], 0.5, "nothing known")
 	l.Read([]*graph.Object{user("u", 3, "f")}, false, 0)
 	for i := range 3 {
 		l.Read([]*graph.Object{user(fmt.Sprint("f", i), 0, "")}, false, 0) // u's friends, in order, to the end
 	}
 	require.Nil(t, l.stats[edgeKey{1, "User", "friends"}], "no evidence one level down")
-	assert.GreaterOrEqual(t, l.Chances(friend, 1, nil)[0], 0.5, "a friend's first friend is fetched")
+	assert.GreaterOrEqual(t, l.Chances(friend, 1, 0, nil)[0], 0.5, "a friend's first friend is fetched")
 }
 
 // A follow re-expands the list it came from only when it can have changed

@@ -36,11 +36,11 @@ func TestLearnedListReadToItsEndIsFetchedAheadOfItsReader(t *testing.T) {
 		l.Read([]*graph.Object{user(fmt.Sprint("g", i), 0, "")}, false, fastRTT)
 	}
 	require.Equal(t, 4, l.lists[listKey{"f0", "friends"}].followed)
-	c := l.Chances(f0, 1, nil)
+	c := l.Chances(f0, 1, 0, nil)
 	assert.GreaterOrEqual(t, c[12], l.cfg.MinChance, "the 13th friend is due and likely enough")
 	assert.Less(t, c[12], c[7], "less likely further down")
 	other := user("f9", 40, "h") // a list not being read: the longest run's limit
-	assert.Zero(t, l.Chances(other, 1, nil)[12])
+	assert.Zero(t, l.Chances(other, 1, 0, nil)[12])
 }
 
 // Past the reads due within two round trips, only a ref at least
@@ -54,7 +54,7 @@ func TestLearnedListReadToItsEndBeyondTheDueReads(t *testing.T) {
 	for i := range 4 {
 		l.Read([]*graph.Object{user(fmt.Sprint("g", i), 0, "")}, false, 0)
 	}
-	c := l.Chances(f0, 1, nil)
+	c := l.Chances(f0, 1, 0, nil)
 	for i := 8; i < len(c); i++ {
 		assert.Zero(t, c[i], "position %d", i)
 	}
@@ -76,7 +76,7 @@ func TestLearnedListsLeftUnreadAreNotFetchedAhead(t *testing.T) {
 	s := l.stats[edgeKey{0, "User", "friends"}]
 	assert.Equal(t, 2.0, s.stops, "the first two views' lists, left when the next one was read from")
 	assert.Zero(t, s.ends)
-	assert.Zero(t, l.Chances(user("u2", 20, "v2f"), 0, nil)[12])
+	assert.Zero(t, l.Chances(user("u2", 20, "v2f"), 0, 0, nil)[12])
 }
 
 // A list whose one unread ref the application cannot read (a deleted
@@ -108,7 +108,7 @@ func TestLearnedListReadToItsEndNamesTheListsBelow(t *testing.T) {
 	l.Read([]*graph.Object{user("f1", 0, "")}, false, 0) // no friends: no list
 	got := l.Read([]*graph.Object{user("f2", 4, "c")}, false, 0)
 	assert.ElementsMatch(t, []string{"u", "f0"}, got, "f0's list waits; f2 is read, its job expands below it")
-	assert.Positive(t, l.Chances(user("f0", 4, "a"), 1, nil)[0], "and it is likely now")
+	assert.Positive(t, l.Chances(user("f0", 4, "a"), 1, 0, nil)[0], "and it is likely now")
 
 	l.Read([]*graph.Object{user("a0", 0, "")}, false, 0) // f0's list followed: the level below has evidence
 	l.Read([]*graph.Object{user("v", 2, "g")}, false, 0)

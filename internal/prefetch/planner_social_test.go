@@ -160,7 +160,7 @@ func (eager) Depth(string) int                                                { 
 func (eager) ReadAt(time.Time, []*graph.Object, bool, time.Duration) []string { return nil }
 func (eager) Ahead(time.Duration) (int, float64)                              { return 0, 0.5 }
 func (eager) Followed(float64) []string                                       { return []string{graph.TaskField} }
-func (eager) Chances(o *graph.Object, _ int, out []float64) []float64 {
+func (eager) Chances(o *graph.Object, _ int, _ float64, out []float64) []float64 {
 	out = out[:0]
 	for range o.Refs {
 		out = append(out, 1)

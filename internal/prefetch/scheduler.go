@@ -230,14 +230,26 @@ func (s *Scheduler) QueuedBytes() (jobs, reads int64) {
 
 // enqueue queues speculative work; speculation never blocks a demand, so a
 // full queue drops its oldest jobs instead (see queue), counted.
-func (s *Scheduler) enqueue(j job) {
+func (s *Scheduler) enqueue(j job) { s.enqueueOr(j, nil) }
+
+// enqueueOr is enqueue, unless into folds j into a job already queued
+// (queue.merge), where it then runs.
+func (s *Scheduler) enqueueOr(j job, into func(old *job) bool) {
 	if j.goneFor() { // its connection ended while the request was answered
 		s.cfg.Metrics.ClientGone()
 		return
 	}
 	s.index.hold(j.triggers)
-	j.queued = time.Now()
-	for _, old := range s.jobs.push(j) {
+	var dropped []job
+	merged := false
+	if into != nil {
+		merged, dropped = s.jobs.merge(&j, into)
+	}
+	if !merged {
+		j.queued = time.Now()
+		dropped = s.jobs.push(j)
+	}
+	for _, old := range dropped {
 		s.index.release(old.triggers)
 		s.cfg.Metrics.Dropped()
 	}
