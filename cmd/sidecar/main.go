@@ -106,9 +106,9 @@ func parseFlags(args []string) (*options, error) {
 	fs.IntVar(&o.sched.Workers, "prefetch-workers", 4, "concurrent speculative origin requests (Knafla's support threads), at most: fewer while the origin sheds speculation or demand slows down")
 	fs.IntVar(&o.fetch.BatchSize, "batch-size", 256, "ids per origin BatchGet")
 	fs.IntVar(&o.fetch.DemandBatches, "demand-batches", 4, "demand BatchGets in flight at once; beyond it, concurrent requests' misses gather into the next batch")
-	fs.IntVar(&o.sched.QueueSize, "prefetch-queue", 1024, "speculative jobs waiting for a worker, newest first (beyond it the oldest are dropped and counted), and reads waiting to be learned from (beyond it a request waits); --prefetch-queue-bytes bounds what either holds too")
+	fs.IntVar(&o.sched.QueueSize, "prefetch-queue", 1024, "speculative jobs waiting for a worker, newest first (beyond it the oldest are dropped and counted), and reads waiting to be learned from (beyond it a request waits, until its deadline at most); --prefetch-queue-bytes bounds what either holds too")
 	o.sched.QueueBytes = prefetch.DefaultQueueBytes
-	fs.Var((*byteSize)(&o.sched.QueueBytes), "prefetch-queue-bytes", "bytes of objects the speculative jobs waiting keep alive (beyond it the oldest jobs are dropped and counted), and, apart, the reads waiting to be learned from (beyond it a request waits), objects the cache has evicted meanwhile included (suffixes KiB, MiB, GiB)")
+	fs.Var((*byteSize)(&o.sched.QueueBytes), "prefetch-queue-bytes", "bytes of objects the speculative jobs waiting keep alive (beyond it the oldest jobs are dropped and counted), and, apart, the reads waiting to be learned from (beyond it a request waits, until its deadline at most), objects the cache has evicted meanwhile included (suffixes KiB, MiB, GiB)")
 	fs.BoolVar(&o.fetch.DisableExpand, "no-expand", false, "never use the origin's server-side Expand")
 	fs.IntVar(&o.server.MaxIDs, "max-ids", 1000, "ids per request, and fields; a longer list is refused before it is decoded")
 	fs.IntVar(&o.server.MaxDepth, "max-depth", 16, "largest depth a request may ask for")

@@ -190,7 +190,12 @@ func knownMetrics(t *testing.T) map[string]bool {
 		metrics.New(rec)
 		metrics.NewGRPCServer(rec)
 		buildinfo.Get().Register(rec)
-		metrics.RegisterCacheSize(rec, nil)
+		metrics.RegisterCacheSize(rec, nil) // the gauges read their func only when scraped
+		metrics.RegisterUnread(rec, nil)
+		metrics.RegisterStreamMemory(rec, nil)
+		metrics.RegisterWalkMemory(rec, nil)
+		metrics.RegisterOriginRequests(rec, nil)
+		metrics.RegisterPrefetchQueue(rec, nil)
 		rec.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 		metricNames = rec.names
 	})

@@ -45,6 +45,7 @@ type Set struct {
 	PrefetchWastedBytes prometheus.Counter
 	PrefetchLate        prometheus.Counter // demanded while still in flight
 	PrefetchDropped     prometheus.Counter // jobs dropped from a full queue, oldest first
+	PrefetchUnlearned   prometheus.Counter // reads not learned from: their request ended waiting for the learner's queue
 	PrefetchClamped     prometheus.Counter // jobs stopped by the prefetch tier's cap rather than their own budget
 	PrefetchDepth       prometheus.Gauge   // current configured or learned depth
 	PrefetchWindow      prometheus.Gauge   // speculative origin calls allowed in flight (AIMD)
@@ -114,17 +115,19 @@ func New(reg prometheus.Registerer) *Set {
 		PrefetchWastedBytes: counter("prefetch_wasted_bytes_total", "Bytes of prefetched objects evicted or invalidated before any request."),
 		PrefetchLate:        counter("prefetch_late_total", "Requests that arrived while their object's prefetch was still in flight."),
 		PrefetchDropped:     counter("prefetch_dropped_total", "Prefetch jobs dropped from a full prefetch queue, oldest first."),
-		PrefetchClamped:     counter("prefetch_clamped_total", "Prefetch jobs that stopped at what half the prefetch tier holds, before their own budget."),
-		PrefetchDepth:       gauge("prefetch_depth", "Reference levels currently prefetched below a demanded object."),
-		PrefetchWindow:      gauge("prefetch_window", "Speculative origin calls allowed in flight now: --prefetch-workers at most, halved when the origin sheds one or demand round trips slow down."),
-		PrefetchRoundTrip:   gauge("prefetch_round_trip_seconds", "The demand round trip to the origin the learned planner plans its lookahead with (the baseline of the smallest demand reads, single ids first); 0 until a demand read missed: no lookahead."),
-		PrefetchShed:        counter("prefetch_shed_total", "Speculative origin calls the origin refused RESOURCE_EXHAUSTED (shed under load); each backs speculation off, none is an error."),
-		PrefetchPreempted:   counter("prefetch_preempted_total", "Queued prefetch jobs dropped because a demand miss overtook them: the application read, uncached, an object their triggers refer to."),
-		StaleFills:          counter("cache_stale_fills_total", "Fetched copies not cached because the origin had announced a newer version or a deletion."),
-		StaleServed:         counterVec("stale_served_total", "Objects answered stale, by reason: revalidate (stale-while-revalidate) or error (stale-if-error).", "reason"),
-		WatchConnected:      gauge("watch_connected", "Origin change streams established: 1 while the origin's is, else 0 (with several origins, how many are up)."),
-		WatchChanges:        counter("watch_changes_total", "Changes received from the origin's change stream and applied to the cache."),
-		WatchReconnects:     counter("watch_reconnects_total", "Times the origin's change stream was re-established after a break."),
+		PrefetchUnlearned: counter("prefetch_unlearned_total", "Reads the learned planner did not learn from: their request ended (its deadline passed or its client gave up) "+
+			"while it waited for room in the learner's queue (--prefetch-queue, --prefetch-queue-bytes); each was answered."),
+		PrefetchClamped:   counter("prefetch_clamped_total", "Prefetch jobs that stopped at what half the prefetch tier holds, before their own budget."),
+		PrefetchDepth:     gauge("prefetch_depth", "Reference levels currently prefetched below a demanded object."),
+		PrefetchWindow:    gauge("prefetch_window", "Speculative origin calls allowed in flight now: --prefetch-workers at most, halved when the origin sheds one or demand round trips slow down."),
+		PrefetchRoundTrip: gauge("prefetch_round_trip_seconds", "The demand round trip to the origin the learned planner plans its lookahead with (the baseline of the smallest demand reads, single ids first); 0 until a demand read missed: no lookahead."),
+		PrefetchShed:      counter("prefetch_shed_total", "Speculative origin calls the origin refused RESOURCE_EXHAUSTED (shed under load); each backs speculation off, none is an error."),
+		PrefetchPreempted: counter("prefetch_preempted_total", "Queued prefetch jobs dropped because a demand miss overtook them: the application read, uncached, an object their triggers refer to."),
+		StaleFills:        counter("cache_stale_fills_total", "Fetched copies not cached because the origin had announced a newer version or a deletion."),
+		StaleServed:       counterVec("stale_served_total", "Objects answered stale, by reason: revalidate (stale-while-revalidate) or error (stale-if-error).", "reason"),
+		WatchConnected:    gauge("watch_connected", "Origin change streams established: 1 while the origin's is, else 0 (with several origins, how many are up)."),
+		WatchChanges:      counter("watch_changes_total", "Changes received from the origin's change stream and applied to the cache."),
+		WatchReconnects:   counter("watch_reconnects_total", "Times the origin's change stream was re-established after a break."),
 	}
 	s.PrefetchCancelled = counterVec("prefetch_cancelled_total", "Prefetch jobs cancelled, by reason: overtaken (running jobs a demand miss overtook), "+
 		"client_gone (queued or running jobs of a client connection that ended). Their origin calls no demand had joined were cut.", "reason")
@@ -139,7 +142,7 @@ func New(reg prometheus.Registerer) *Set {
 	reg.MustRegister(s.Hits, s.Misses, s.Negative, s.Joined,
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
-		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchClamped, s.PrefetchDepth,
+		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchUnlearned, s.PrefetchClamped, s.PrefetchDepth,
 		s.PrefetchWindow, s.PrefetchRoundTrip, s.PrefetchShed, s.PrefetchPreempted, s.PrefetchCancelled)
 	s.newResilience(reg)
 	s.newRoutes(reg)

@@ -27,7 +27,11 @@ type reading struct {
 // which every read would wait for. The learner takes readings in the order
 // requests were answered; its queue holds QueueSize readings and QueueBytes
 // of their objects (see readBytes), and beyond either the request waits
-// (the chooser must see every read in order), as every request did before.
+// (the chooser must see every read in order), as every request did before,
+// but not past its own end: a request whose deadline passes, or whose
+// client gives up, while it waits for room hands nothing over and is
+// answered (Metrics.Unlearned). Its answer is ready, and the learner's
+// pace must not become the request's failure.
 func (s *Scheduler) choose(ctx context.Context, a *fetch.Answer) {
 	r := reading{ctx: context.WithoutCancel(ctx), objs: make([]*graph.Object, 0, len(a.Results)), at: time.Now()}
 	for _, res := range a.Results {
@@ -37,16 +41,33 @@ func (s *Scheduler) choose(ctx context.Context, a *fetch.Answer) {
 	}
 	r.bytes = s.readBytes.charge(r.bytes)
 	s.learning.Add(1) // no lock on the request's path: only the last one learned takes mu
-	if !s.readBytes.take(s.ctx, r.bytes) {
-		s.learned()
+	if !s.readBytes.take(ctx, s.ctx.Done(), r.bytes) {
+		s.unlearned(ctx)
 		return
 	}
 	select {
+	case s.reads <- r: // room: handed over, whatever the request's state
+		return
+	default:
+	}
+	select {
 	case s.reads <- r:
+	case <-ctx.Done():
+		s.readBytes.give(r.bytes)
+		s.unlearned(ctx)
 	case <-s.ctx.Done():
 		s.readBytes.give(r.bytes)
 		s.learned()
 	}
+}
+
+// unlearned ends a reading choose did not hand over: at close, or counted
+// when its request ended first.
+func (s *Scheduler) unlearned(ctx context.Context) {
+	if ctx.Err() != nil && s.ctx.Err() == nil {
+		s.cfg.Metrics.Unlearned()
+	}
+	s.learned()
 }
 
 // learner takes the readings choose hands it, in order, until Close.
@@ -116,8 +137,9 @@ func newReadBytes(max int64) *readBytes { return &readBytes{max: max} }
 func (b *readBytes) charge(n int64) int64 { return min(n, b.max) }
 
 // take charges c bytes, at most max, waiting while they do not fit; it
-// reports false, charging nothing, when ctx ends first.
-func (b *readBytes) take(ctx context.Context, c int64) bool {
+// reports false, charging nothing, when ctx ends or closing is closed
+// first.
+func (b *readBytes) take(ctx context.Context, closing <-chan struct{}, c int64) bool {
 	if b.waiting.Load() == 0 && b.fit(c) {
 		return true
 	}
@@ -135,6 +157,7 @@ func (b *readBytes) take(ctx context.Context, c int64) bool {
 	case <-w.in:
 		return true
 	case <-ctx.Done():
+	case <-closing:
 	}
 	b.mu.Lock()
 	defer b.mu.Unlock()

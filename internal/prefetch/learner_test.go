@@ -2,9 +2,12 @@ package prefetch
 
 import (
 	"context"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -128,23 +131,102 @@ func TestLearnerPassesReadingsLargerThanItsBudget(t *testing.T) {
 	assert.Zero(t, reads)
 }
 
-// A request waiting for room leaves, charged nothing, when the scheduler
-// closes.
-func TestReadBytesWaiterLeavesOnClose(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	b := newReadBytes(100)
-	require.True(t, b.take(ctx, b.charge(1000)), "alone, a reading larger than the budget goes through")
-	got := make(chan bool)
-	go func() { got <- b.take(ctx, 50) }()
-	require.Eventually(t, func() bool { return b.waiting.Load() == 1 }, 10*time.Second, time.Millisecond)
-	cancel()
-	select {
-	case ok := <-got:
-		assert.False(t, ok, "let in though nothing was given back")
-	case <-time.After(10 * time.Second):
-		t.Fatal("the waiter never left")
+// A request waiting for room leaves, charged nothing, when its own
+// context ends or the scheduler closes, whichever comes first.
+func TestReadBytesWaiterLeaves(t *testing.T) {
+	for _, by := range []string{"its request's end", "the scheduler's close"} {
+		t.Run(by, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			closing := make(chan struct{})
+			b := newReadBytes(100)
+			require.True(t, b.take(ctx, closing, b.charge(1000)), "alone, a reading larger than the budget goes through")
+			got := make(chan bool)
+			go func() { got <- b.take(ctx, closing, 50) }()
+			require.Eventually(t, func() bool { return b.waiting.Load() == 1 }, 10*time.Second, time.Millisecond)
+			if by == "its request's end" {
+				cancel()
+			} else {
+				close(closing)
+			}
+			select {
+			case ok := <-got:
+				assert.False(t, ok, "let in though nothing was given back")
+			case <-time.After(10 * time.Second):
+				t.Fatal("the waiter never left")
+			}
+			assert.Equal(t, int64(100), b.held.Load(), "the waiter charged nothing")
+			assert.Zero(t, b.waiting.Load(), "the waiter is no longer counted")
+		})
 	}
-	assert.Equal(t, int64(100), b.held.Load(), "the waiter charged nothing")
+}
+
+// A request that waits for room in the learner's queue is answered when
+// its deadline passes: its read is not learned from, and is counted. The
+// learner, once it catches up, learns from the others and never sees it.
+func TestLearnerWaitEndsWithTheRequest(t *testing.T) {
+	for _, full := range []string{"by bytes", "by count"} {
+		t.Run(full, func(t *testing.T) {
+			gate := make(chan struct{})
+			ch := &recordingGate{gate: gate}
+			cfg := Config{Mode: ModeOff, QueueBytes: 2500}
+			if full == "by count" {
+				cfg = Config{Mode: ModeOff, QueueSize: 1}
+			}
+			r := newRig(t, newFakeOrigin(nil), cfg, ch, cache.Config{})
+			t.Cleanup(func() { close(gate) })
+			s := r.engine.s
+			// The learner takes the first and waits at the gate; the second
+			// fills the queue.
+			const fit = 2
+			for i := range fit {
+				waitDone(t, hitAsync(s, sized(t, "r"+itoa(i), 1000)), "a reading that fits made the request wait")
+			}
+
+			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+			defer cancel()
+			done := make(chan struct{})
+			go func() {
+				defer close(done)
+				s.After(ctx, &fetch.Answer{Results: []fetch.Result{{Object: sized(t, "late", 1000), Status: fetch.StatusHit}}}, Hint{})
+			}()
+			waitDone(t, done, "the request waited past its deadline")
+			require.ErrorIs(t, ctx.Err(), context.DeadlineExceeded, "it left at its deadline, not before")
+			assert.Equal(t, 1.0, testutil.ToFloat64(r.m.PrefetchUnlearned), "counted")
+
+			for range fit {
+				gate <- struct{}{}
+			}
+			s.learnt()
+			assert.Equal(t, []string{"r0", "r1"}, ch.seen(), "the learner saw the others, in order, and not the late one")
+			_, reads := s.QueuedBytes()
+			assert.Zero(t, reads, "every reading's bytes given back, the late one's charged none")
+		})
+	}
+}
+
+// recordingGate is gatedChooser that records the ids it learns from.
+type recordingGate struct {
+	fixedChooser
+	gate chan struct{}
+	mu   sync.Mutex
+	ids  []string
+}
+
+func (c *recordingGate) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt time.Duration) []string {
+	<-c.gate
+	c.mu.Lock()
+	for _, o := range objs {
+		c.ids = append(c.ids, o.ID)
+	}
+	c.mu.Unlock()
+	return c.fixedChooser.ReadAt(at, objs, waited, rtt)
+}
+
+func (c *recordingGate) seen() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.ids)
 }
 
 // Waiters get in in the order they came: a small reading behind a large
@@ -153,10 +235,10 @@ func TestReadBytesWaitersGetInInOrder(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	b := newReadBytes(100)
-	require.True(t, b.take(ctx, 60))
+	require.True(t, b.take(ctx, nil, 60))
 	order := make(chan int64, 2)
 	enter := func(c int64) {
-		if b.take(ctx, c) {
+		if b.take(ctx, nil, c) {
 			order <- c
 		}
 	}

@@ -31,6 +31,7 @@ type Fetcher interface {
 // satisfies it. Nil counts nothing.
 type Metrics interface {
 	Dropped()     // a speculative job dropped from a full queue
+	Unlearned()   // a read not handed to the learner: its request ended while waiting for room (see choose)
 	Clamped()     // a job the prefetch tier's cap stopped before its own budget
 	Depth(d int)  // the planner's current depth
 	Window(n int) // speculative origin calls the Window allows in flight now

@@ -241,6 +241,7 @@ func (w *Window) release() {
 type nopMetrics struct{}
 
 func (nopMetrics) Dropped()                {}
+func (nopMetrics) Unlearned()              {}
 func (nopMetrics) Clamped()                {}
 func (nopMetrics) Depth(int)               {}
 func (nopMetrics) Window(int)              {}

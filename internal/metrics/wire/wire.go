@@ -80,6 +80,10 @@ type PrefetchMetrics struct{ s *metrics.Set }
 // Dropped counts a speculative job dropped from a full queue.
 func (a PrefetchMetrics) Dropped() { a.s.PrefetchDropped.Inc() }
 
+// Unlearned counts a read the learner never saw: its request ended while
+// waiting for room in the learner's queue.
+func (a PrefetchMetrics) Unlearned() { a.s.PrefetchUnlearned.Inc() }
+
 // Clamped counts a job stopped by the prefetch tier's cap.
 func (a PrefetchMetrics) Clamped() { a.s.PrefetchClamped.Inc() }
 
