@@ -157,7 +157,9 @@ func TestLearnedFollowedNeedsTheEvidenceChancesNeed(t *testing.T) {
 	o := &graph.Object{ID: "n", Type: "Node", Refs: []graph.Ref{{Field: "side", ID: "s"}}}
 	require.Zero(t, l.Chances(o, 0, 0, nil)[0])
 	assert.Empty(t, l.Followed(1.0/8))
-	s.offered[0], s.followed[0], s.allOffered, s.allFollowed, s.lists = 5, 2, 5, 2, 2 // 5 offers, 2 lists: evidence
+	s.offered[0], s.followed[0], s.allOffered, s.allFollowed, s.lists = 5, 2, 5, 2, 2 // 5 offers, 2 lists
+	require.Zero(t, l.Chances(o, 0, 0, nil)[0], "two lists, each followed long after its offer: coincidences, for all they show")
+	s.show = &followShow{quick: 2} // each followed soon after its offer: evidence
 	require.GreaterOrEqual(t, l.Chances(o, 0, 0, nil)[0], 1.0/8)
 	assert.Equal(t, []string{"side"}, l.Followed(1.0/8))
 }

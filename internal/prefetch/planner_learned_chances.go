@@ -292,7 +292,8 @@ func (c *listChances) most() float64 {
 
 // estimate is the chance of a ref in position bucket b of a list of s's
 // field, prior being the field's: the position's evidence, borrowing
-// strength from the field's; 0 when it is below likely and rests on fewer
+// strength from the field's; 0 when the field's follows do not show a
+// pattern (fieldStats.shown), or when it is below likely and rests on fewer
 // than minEvidence offers (a guess), or on follows of fewer than
 // minLists lists (a coincidence: a reader of random objects reads, now and
 // then, one that the object read before it points to, and one such follow
@@ -300,6 +301,9 @@ func (c *listChances) most() float64 {
 // Chances and Followed both use it, so that the fields an Expand ahead
 // follows are those whose refs a level's chances take.
 func estimate(s *fieldStats, prior float64, b int, likely float64) float64 {
+	if !s.shown() {
+		return 0 // a coincidence, for all the follows say
+	}
 	p := rate(s, prior, b)
 	if p < likely && (s.offered[b] < minEvidence || s.lists < minLists) {
 		return 0 // a guess: see minEvidence and minLists

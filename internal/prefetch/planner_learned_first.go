@@ -22,6 +22,7 @@ type firstRead struct {
 	child   string
 	of      offer
 	stats   *fieldStats // of.key's statistics before the follow; nil: none
+	show    followShow  // and its field's followShow
 	against bool        // those statistics say the field is not followed
 }
 
@@ -29,6 +30,9 @@ type firstRead struct {
 // list, before the follow is counted.
 func (l *Learned) readFirstLocked(child string, of offer) {
 	f := &firstRead{child: child, of: of}
+	if sh := l.shows[fieldKey{of.key.typ, of.key.field}]; sh != nil {
+		f.show = *sh
+	}
 	if s := l.stats[of.key]; s != nil {
 		copied := *s
 		f.stats = &copied
@@ -66,8 +70,8 @@ func (l *Learned) checkFirstLocked(of *offer, claimed bool) {
 }
 
 // revertFirstLocked makes f's read a direct request: the follow is
-// uncounted (its field's statistics and the pace's fan-out restored, the
-// list not started) and
+// uncounted (its field's statistics, what its follows show and the pace's
+// fan-out restored, the list not started) and
 // counted as not followed instead, and the child and what it offered move
 // to depth 0.
 func (l *Learned) revertFirstLocked(f *firstRead) {
@@ -75,6 +79,9 @@ func (l *Learned) revertFirstLocked(f *firstRead) {
 		*l.stats[f.of.key] = *f.stats
 	} else {
 		delete(l.stats, f.of.key)
+	}
+	if sh := l.shows[fieldKey{f.of.key.typ, f.of.key.field}]; sh != nil {
+		*sh = f.show
 	}
 	delete(l.lists, listKey{f.of.parent, f.of.key.field})
 	l.pace.unfollowed()

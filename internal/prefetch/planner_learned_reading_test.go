@@ -58,7 +58,7 @@ func TestLearnedChancesOfAListBeingReadAreConditional(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			l := NewLearned(LearnedConfig{})
-			s := &fieldStats{maxRun: 200, lists: 10}
+			s := &fieldStats{maxRun: 200, lists: 10, show: &followShow{runs: 10}}
 			for b := range buckets {
 				s.offered[b] = 100
 				s.followed[b] = 100 * tt.rate(b)
@@ -102,7 +102,7 @@ func TestLearnedFollowsALongListToItsEnd(t *testing.T) {
 // last 30).
 func TestLearnedReexpandsAListAsItIsRead(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	s := &fieldStats{maxRun: 200, lists: 100}
+	s := &fieldStats{maxRun: 200, lists: 100, show: &followShow{runs: 100}}
 	for b := range buckets { // lists read on less and less often: 0.9 to 15, 0.6 to 31, 0.3 to 63, 0.1 further
 		rate := []float64{0.9, 0.9, 0.9, 0.9, 0.9, 0.9, 0.6, 0.3}
 		s.offered[b], s.followed[b] = 1000, 100

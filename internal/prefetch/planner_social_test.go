@@ -146,7 +146,9 @@ func TestLearnedForestIsFetchedInFewRoundTrips(t *testing.T) {
 			}
 		}
 	}
-	assert.LessOrEqual(t, fo.Calls()+fo.ExpandCalls(), 6, "origin calls for %d objects", len(objs))
+	// The roots, the first child, the second (one follow shows no pattern:
+	// fieldStats.shown), then the levels.
+	assert.LessOrEqual(t, fo.Calls()+fo.ExpandCalls(), 7, "origin calls for %d objects", len(objs))
 	assert.Equal(t, 1, fo.ExpandCalls(), "the rest of the forest in one Expand")
 	assert.LessOrEqual(t, misses, 2, "the application waited for the origin twice")
 }
