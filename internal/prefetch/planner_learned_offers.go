@@ -40,6 +40,9 @@ func (l *Learned) offerLocked(o *graph.Object, depth int) {
 		}
 		l.offerRefLocked(list, r, i, f.n, f.back, 0)
 	}
+	for i := range lists {
+		l.offeredLocked(o.Type, lists[i].field, min(lists[i].n, offersPerList))
+	}
 	if len(list.children) > 0 {
 		l.open.add(list)
 	}
@@ -95,13 +98,15 @@ func (l *Learned) moreLocked(of offer) {
 	}
 	c := &o.more[i]
 	from := l.followedTo(of)
-	for added := 0; c.next < len(o.obj.Refs) && added < offersPerList; c.next++ {
+	added := 0
+	for ; c.next < len(o.obj.Refs) && added < offersPerList; c.next++ {
 		if r := &o.obj.Refs[c.next]; same(r.Field, c.field) {
 			l.offerRefLocked(o, r, c.pos, c.n, c.back, from)
 			c.pos++
 			added++
 		}
 	}
+	l.offeredLocked(o.typ, c.field, added)
 	if c.pos >= c.n {
 		o.more = slices.Delete(o.more, i, i+1)
 		if len(o.more) == 0 {

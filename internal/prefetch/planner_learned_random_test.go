@@ -1,6 +1,7 @@
 package prefetch
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"testing"
 	"time"
@@ -46,8 +47,9 @@ func TestLearnedRandomReadsLearnNothing(t *testing.T) {
 // horizon (W7's 200 random points: 2-3 objects fetched per object read).
 // Now a field's follows must show a pattern (fieldStats.shown): at no point
 // of these sequences is a field followed. Follows made soon after their
-// offers in two lists, or twice from one list, do show the field; one
-// follow, or two long after their offers, do not.
+// offers in two lists, twice from one list, or at one read in a few, do
+// show the field; one follow, or two long after their offers among dozens
+// of reads, do not.
 func TestLearnedCoincidenceWithinTheHorizonShowsNothing(t *testing.T) {
 	g := graph.RandomGraph{N: 20000, RefsPerNode: 4, Seed: 1}
 	var objs []*graph.Object
@@ -102,6 +104,21 @@ func TestLearnedCoincidenceWithinTheHorizonShowsNothing(t *testing.T) {
 	follow(soon, a, 2)
 	follow(soon, b, 2)
 	assert.Equal(t, []string{field}, soon.Followed(soon.cfg.MinChance), "two lists, each followed soon after its offer")
+
+	// A navigation that queues the pages it visits (Knafla's) follows each
+	// page's one ref of a field long after reading the page, but at every
+	// other read.
+	often := NewLearned(LearnedConfig{})
+	page := func(i int) *graph.Object {
+		return &graph.Object{ID: fmt.Sprint("p", i), Type: "Page", Refs: []graph.Ref{{Field: "next", ID: fmt.Sprint("p", i+100)}}}
+	}
+	for i := range 10 {
+		read(often, page(i))
+	}
+	for i := range 10 {
+		read(often, page(i+100))
+	}
+	assert.Equal(t, []string{"next"}, often.Followed(often.cfg.MinChance), "ten follows in twenty reads, each ten after its offer")
 
 	twice := NewLearned(LearnedConfig{})
 	follow(twice, a, 20)
