@@ -81,7 +81,7 @@ func (l *Learned) revertFirstLocked(f *firstRead) {
 		delete(l.stats, f.of.key)
 	}
 	if sh := l.shows[fieldKey{f.of.key.typ, f.of.key.field}]; sh != nil {
-		*sh = f.show
+		sh.follows, sh.quick, sh.runs = f.show.follows, f.show.quick, f.show.runs // the refs offered since were
 	}
 	delete(l.lists, listKey{f.of.parent, f.of.key.field})
 	l.pace.unfollowed()
