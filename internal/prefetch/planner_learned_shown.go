@@ -10,7 +10,7 @@ package prefetch
 // passes it, so one coincidence made its position's chance 1 for the rest
 // of a session shorter than the horizon: a reader of random objects reads,
 // now and then, one that an object it read before points to (W7's random
-// points, 200 reads of 20,000 objects with 4 refs each: 2 to 3.4 objects
+// points, 200 reads of 20,000 objects with 4 refs each: 2.3 to 3.4 objects
 // fetched per object read, 8% more origin round trips than no
 // prefetching). What an application follows it reads from again (a tree's
 // children, a friend list), or soon after the object that points to it,
