@@ -18,17 +18,31 @@ import (
 
 // gatedChooser is fixedChooser whose ReadAt, the learner's, takes a token
 // from gate first, unless gate is nil: the test decides when each reading
-// is learned from.
+// is learned from. It records the ids it learns from.
 type gatedChooser struct {
 	fixedChooser
 	gate chan struct{}
+	mu   sync.Mutex
+	ids  []string
 }
 
-func (c gatedChooser) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt time.Duration) []string {
+func (c *gatedChooser) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt time.Duration) []string {
 	if c.gate != nil {
 		<-c.gate
 	}
+	c.mu.Lock()
+	for _, o := range objs {
+		c.ids = append(c.ids, o.ID)
+	}
+	c.mu.Unlock()
 	return c.fixedChooser.ReadAt(at, objs, waited, rtt)
+}
+
+// seen is the ids learned from so far, in order.
+func (c *gatedChooser) seen() []string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return slices.Clone(c.ids)
 }
 
 // newGatedRig is a rig whose scheduler learns through a gatedChooser, with
@@ -40,7 +54,7 @@ func newGatedRig(t *testing.T, budget int64, gated bool) (*Scheduler, chan struc
 	if gated {
 		gate = make(chan struct{})
 	}
-	r := newRig(t, newFakeOrigin(nil), Config{Mode: ModeOff, QueueBytes: budget}, gatedChooser{gate: gate}, cache.Config{})
+	r := newRig(t, newFakeOrigin(nil), Config{Mode: ModeOff, QueueBytes: budget}, &gatedChooser{gate: gate}, cache.Config{})
 	if gated {
 		t.Cleanup(func() { close(gate) }) // runs before the rig's: the learner gets out of ReadAt
 	}
@@ -168,7 +182,7 @@ func TestLearnerWaitEndsWithTheRequest(t *testing.T) {
 	for _, full := range []string{"by bytes", "by count"} {
 		t.Run(full, func(t *testing.T) {
 			gate := make(chan struct{})
-			ch := &recordingGate{gate: gate}
+			ch := &gatedChooser{gate: gate}
 			cfg := Config{Mode: ModeOff, QueueBytes: 2500}
 			if full == "by count" {
 				cfg = Config{Mode: ModeOff, QueueSize: 1}
@@ -203,30 +217,6 @@ func TestLearnerWaitEndsWithTheRequest(t *testing.T) {
 			assert.Zero(t, reads, "every reading's bytes given back, the late one's charged none")
 		})
 	}
-}
-
-// recordingGate is gatedChooser that records the ids it learns from.
-type recordingGate struct {
-	fixedChooser
-	gate chan struct{}
-	mu   sync.Mutex
-	ids  []string
-}
-
-func (c *recordingGate) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt time.Duration) []string {
-	<-c.gate
-	c.mu.Lock()
-	for _, o := range objs {
-		c.ids = append(c.ids, o.ID)
-	}
-	c.mu.Unlock()
-	return c.fixedChooser.ReadAt(at, objs, waited, rtt)
-}
-
-func (c *recordingGate) seen() []string {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return slices.Clone(c.ids)
 }
 
 // Waiters get in in the order they came: a small reading behind a large

@@ -290,7 +290,7 @@ func (l *Learned) decideLocked(of offer, followed bool) (longer bool) {
 		if len(l.stats) >= maxStats {
 			return false // see maxStats
 		}
-		s = &fieldStats{show: l.showLocked(of.key)}
+		s = &fieldStats{show: l.showLocked(of.key.typ, of.key.field)}
 		l.stats[of.key] = s
 	}
 	b := bucket(of.pos)

@@ -44,28 +44,23 @@ type fieldKey struct{ typ, field string }
 // followed twice or more, its follows and its refs offered.
 type followShow struct{ quick, runs, follows, offered float64 }
 
-// offeredLocked counts n refs of typ's field offered (fieldStats.shown), in
-// a followShow made if need be, as many as maxStats allows.
+// offeredLocked counts n refs of typ's field offered (fieldStats.shown).
 func (l *Learned) offeredLocked(typ, field string, n int) {
-	sh := l.shows[fieldKey{typ, field}]
-	if sh == nil {
-		if len(l.shows) >= maxStats {
-			return
-		}
-		sh = &followShow{}
-		l.shows[fieldKey{typ, field}] = sh
-	}
-	sh.offered += float64(n)
+	l.showLocked(typ, field).offered += float64(n)
 }
 
-// showLocked returns k's field's followShow, made if need be: with k's
-// fieldStats, which maxStats bounds.
-func (l *Learned) showLocked(k edgeKey) *followShow {
-	fk := fieldKey{k.typ, k.field}
+// showLocked returns typ's field's followShow, made if need be. Past
+// maxStats fields (a hostile origin's made-up ones), a new one each time,
+// not kept: the offers it counts are lost, and the fieldStats holding it
+// shares it with no other depth.
+func (l *Learned) showLocked(typ, field string) *followShow {
+	fk := fieldKey{typ, field}
 	sh := l.shows[fk]
 	if sh == nil {
 		sh = &followShow{}
-		l.shows[fk] = sh
+		if len(l.shows) < maxStats {
+			l.shows[fk] = sh
+		}
 	}
 	return sh
 }
