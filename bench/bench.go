@@ -57,7 +57,7 @@ func Preset(mode string) (Config, error) {
 		c.W4 = W4Config{CacheBytes: 8 << 20, PrefetchBytes: 2 << 20, PayloadBytes: 1024, Multiples: []float64{1, 3, 10},
 			ResultSize: 10, Levels: 5, Reps: 3, LatencyMS: 1}
 		c.W5 = W5Config{Users: 11500, MaxFriends: 3000, PayloadBytes: 100, LatenciesMS: []int{1, 0, 5}, Reps: 3,
-			FoFStarts: 2, FoFMin: 200, FoFMax: 600, FeedStarts: 10, FeedFriends: 5, FeedPosts: 3,
+			FoFStarts: 2, FoFMin: 200, FoFMax: 600, FoFReaders: 4, FeedStarts: 10, FeedFriends: 5, FeedPosts: 3,
 			HotVisits: 100, HotPosts: 2, HotFriends: 3, Statics: w5Grid}
 		c.W6 = W6Config{Shop: shop.Size{Customers: 20000, Products: 5000, Orders: 100000, ItemsPerOrder: 5, Seed: 1},
 			PageOrders: 20, Pages: 5, Reps: 3, LatenciesMS: []int{1, 0, 5}}
@@ -76,7 +76,7 @@ func Preset(mode string) (Config, error) {
 		c.W4 = W4Config{CacheBytes: 1 << 20, PrefetchBytes: 256 << 10, PayloadBytes: 1024, Multiples: []float64{1, 3, 10},
 			ResultSize: 10, Levels: 4, Reps: 3, LatencyMS: 1}
 		c.W5 = W5Config{Users: 2000, MaxFriends: 3000, PayloadBytes: 100, LatenciesMS: []int{1, 0, 5}, Reps: 3,
-			FoFStarts: 1, FoFMin: 30, FoFMax: 100, FeedStarts: 2, FeedFriends: 5, FeedPosts: 3,
+			FoFStarts: 1, FoFMin: 30, FoFMax: 100, FoFReaders: 4, FeedStarts: 2, FeedFriends: 5, FeedPosts: 3,
 			HotVisits: 10, HotPosts: 2, HotFriends: 3, Statics: w5Grid[:2]}
 		c.W6 = W6Config{Shop: shop.Size{Customers: 10000, Products: 2000, Orders: 30000, ItemsPerOrder: 5, Seed: 1},
 			PageOrders: 20, Pages: 2, Reps: 3, LatenciesMS: []int{1, 0, 5}}

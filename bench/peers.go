@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 	"time"
 
 	"github.com/redis/go-redis/v9"
@@ -24,6 +25,7 @@ import (
 type originPeer struct {
 	cc         *grpc.ClientConn
 	rpc        lookaheadv1.OriginServiceClient
+	mu         sync.Mutex // guards the counts: readers may share a peer
 	roundTrips int
 	objects    int
 	bytes      int64
@@ -63,8 +65,10 @@ func (p *originPeer) batchGet(ctx context.Context, ids []string) ([]*lookaheadv1
 // batchGetSome is one origin round trip for ids: the objects found and the
 // ids of those that do not exist.
 func (p *originPeer) batchGetSome(ctx context.Context, ids []string) ([]*lookaheadv1.Object, []string, error) {
-	p.roundTrips++
 	resp, err := p.rpc.BatchGet(ctx, &lookaheadv1.OriginServiceBatchGetRequest{Ids: ids})
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.roundTrips++
 	if err != nil {
 		return nil, nil, fmt.Errorf("origin batch get: %w", err)
 	}

@@ -3,11 +3,14 @@ package bench
 import (
 	"context"
 	"fmt"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	lookaheadv1 "github.com/lookahead-dev/lookahead/api/proto/lookahead/v1"
 	"github.com/lookahead-dev/lookahead/internal/graph"
@@ -22,6 +25,10 @@ type W5Config struct {
 	// Friends of friends: FoFStarts users, each with a two-hop neighbourhood
 	// of FoFMin to FoFMax users, read with every friend and friend's friend.
 	FoFStarts, FoFMin, FoFMax int
+	// FoFReaders > 1 adds the pattern read by that many readers at once,
+	// each reading FoFStarts sessions of its own through the one sidecar
+	// connection (a service's handlers, side by side).
+	FoFReaders int
 	// Feed: FeedStarts users, their first FeedFriends friends and each
 	// friend's first FeedPosts posts.
 	FeedStarts, FeedFriends, FeedPosts int
@@ -116,6 +123,7 @@ type w5Session struct {
 type w5Pattern struct {
 	Name     string
 	sessions func(rng *rand.Rand) []w5Session
+	readers  int    // reading the sessions at once, each its share; 0 = 1
 	seed     uint64 // its place among all patterns: seeds its sessions' draw
 }
 
@@ -198,7 +206,7 @@ func runW5(ctx context.Context, e *env, cfg W5Config) (*w5Result, error) {
 		prepare: func(rep, pi int) func(context.Context, w5Row) (w5Sample, error) {
 			p := patterns[pi]
 			sessions := p.sessions(rand.New(rand.NewPCG(uint64(rep), uint64(p.seed))))
-			return func(ctx context.Context, r w5Row) (w5Sample, error) { return w.run(ctx, r, sessions) }
+			return func(ctx context.Context, r w5Row) (w5Sample, error) { return w.run(ctx, r, sessions, p.readers) }
 		}}
 	for _, p := range patterns {
 		g.patterns = append(g.patterns, p.Name)
@@ -248,20 +256,23 @@ func (w *w5) selected() ([]w5Pattern, error) {
 func (w *w5) patterns() []w5Pattern {
 	c := w.cfg
 	friends := firstRefs(graph.FieldFriends, 0)
-	return []w5Pattern{
-		{Name: "friends of friends", sessions: func(rng *rand.Rand) []w5Session {
+	fof := func(n int) func(rng *rand.Rand) []w5Session {
+		return func(rng *rand.Rand) []w5Session {
 			var out []w5Session
 			for _, i := range rng.Perm(len(w.users)) {
 				u := w.users[i]
-				if n := w.twoHop(u); n >= c.FoFMin && n <= c.FoFMax {
+				if t := w.twoHop(u); t >= c.FoFMin && t <= c.FoFMax {
 					out = append(out, w5Session{Starts: []string{u}, Steps: []w5Step{friends, friends}})
 				}
-				if len(out) == c.FoFStarts {
+				if len(out) == n {
 					break
 				}
 			}
 			return out
-		}},
+		}
+	}
+	patterns := []w5Pattern{
+		{Name: "friends of friends", sessions: fof(c.FoFStarts)},
 		{Name: "feed", sessions: func(rng *rand.Rand) []w5Session {
 			var out []w5Session
 			for _, i := range rng.Perm(len(w.users)) {
@@ -285,10 +296,45 @@ func (w *w5) patterns() []w5Pattern {
 			return out
 		}},
 	}
+	if c.FoFReaders > 1 {
+		patterns = append(patterns, w5Pattern{Name: w5ReadersName(c.FoFReaders), sessions: fof(c.FoFReaders * c.FoFStarts), readers: c.FoFReaders})
+	}
+	return patterns
 }
+
+// w5ReadersName is the name of friends of friends read by n readers at once.
+func w5ReadersName(n int) string { return fmt.Sprintf("friends of friends by %d readers", n) }
 
 // w5Fetch reads a level of ids; objects that do not exist are left out.
 type w5Fetch func(ctx context.Context, ids []string) ([]*lookaheadv1.Object, error)
+
+// readAtOnce performs the sessions with fetch, dealt round-robin to
+// readers that read at once, and returns the distinct objects read.
+func readAtOnce(ctx context.Context, sessions []w5Session, readers int, fetch w5Fetch) (map[string]bool, error) {
+	if readers <= 1 {
+		return readSessions(ctx, sessions, fetch)
+	}
+	used := make([]map[string]bool, readers)
+	g, ctx := errgroup.WithContext(ctx)
+	for r := range readers {
+		var mine []w5Session
+		for i := r; i < len(sessions); i += readers {
+			mine = append(mine, sessions[i])
+		}
+		g.Go(func() (err error) {
+			used[r], err = readSessions(ctx, mine, fetch)
+			return err
+		})
+	}
+	if err := g.Wait(); err != nil {
+		return nil, err
+	}
+	all := map[string]bool{}
+	for _, u := range used {
+		maps.Copy(all, u)
+	}
+	return all, nil
+}
 
 // readSessions performs the sessions with fetch and returns the distinct
 // objects read.
@@ -320,16 +366,16 @@ func readSessions(ctx context.Context, sessions []w5Session, fetch w5Fetch) (map
 	return used, nil
 }
 
-func (w *w5) run(ctx context.Context, r w5Row, sessions []w5Session) (w5Sample, error) {
+func (w *w5) run(ctx context.Context, r w5Row, sessions []w5Session, readers int) (w5Sample, error) {
 	if r.Batched {
-		return w.runPeer(ctx, sessions)
+		return w.runPeer(ctx, sessions, readers)
 	}
-	return w.runSidecar(ctx, r, sessions)
+	return w.runSidecar(ctx, r, sessions, readers)
 }
 
-func (w *w5) runSidecar(ctx context.Context, r w5Row, sessions []w5Session) (w5Sample, error) {
+func (w *w5) runSidecar(ctx context.Context, r w5Row, sessions []w5Session, readers int) (w5Sample, error) {
 	return w.e.measureSidecar(ctx, w.origin.Addr(), r.Args, func(ctx context.Context, sc *sidecar) (int, error) {
-		used, err := readSessions(ctx, sessions, getEach(sc))
+		used, err := readAtOnce(ctx, sessions, readers, getEach(sc))
 		return len(used), err
 	})
 }
@@ -337,14 +383,14 @@ func (w *w5) runSidecar(ctx context.Context, r w5Row, sessions []w5Session) (w5S
 // runPeer is the DataLoader-style client: no sidecar, one origin BatchGet
 // per level of a session (what one tick of the application asks for),
 // nothing kept between sessions.
-func (w *w5) runPeer(ctx context.Context, sessions []w5Session) (s w5Sample, err error) {
+func (w *w5) runPeer(ctx context.Context, sessions []w5Session, readers int) (s w5Sample, err error) {
 	p, err := dialOrigin(w.origin.Addr())
 	if err != nil {
 		return s, err
 	}
 	defer p.close()
 	start := time.Now()
-	used, err := readSessions(ctx, sessions, func(ctx context.Context, ids []string) ([]*lookaheadv1.Object, error) {
+	used, err := readAtOnce(ctx, sessions, readers, func(ctx context.Context, ids []string) ([]*lookaheadv1.Object, error) {
 		objs, _, err := p.batchGetSome(ctx, ids)
 		return objs, err
 	})

@@ -105,8 +105,12 @@ func (r *reporter) w5(res *w5Result) {
 	fmt.Fprintf(&b, "- **friends of friends**: %d user%s, each with %d to %d users within two friendships; the user, every friend, every friend's friend.\n", c.FoFStarts, plural(c.FoFStarts, "", "s"), c.FoFMin, c.FoFMax)
 	fmt.Fprintf(&b, "- **feed**: %d user%s; the user, its first %d friends (most recent), each friend's first %d posts.\n", c.FeedStarts, plural(c.FeedStarts, "", "s"), c.FeedFriends, c.FeedPosts)
 	fmt.Fprintf(&b, "- **hot spot**: %d profile views of users drawn by a Zipf law (s = 1.1) over friend count, the most followed most often; "+
-		"each view reads the user, its first %d posts and first %d friends. Repeated views are cache hits for the sidecar.\n\n", c.HotVisits, c.HotPosts, c.HotFriends)
-	b.WriteString(w5Notes(c))
+		"each view reads the user, its first %d posts and first %d friends. Repeated views are cache hits for the sidecar.\n", c.HotVisits, c.HotPosts, c.HotFriends)
+	if c.FoFReaders > 1 {
+		fmt.Fprintf(&b, "- **%s**: friends of friends read by %d readers at once, through the one connection, each its own %d user%s (chosen as above): "+
+			"a service's handlers side by side, their reads interleaved at the sidecar.\n", w5ReadersName(c.FoFReaders), c.FoFReaders, c.FoFStarts, plural(c.FoFStarts, "", "s"))
+	}
+	b.WriteString("\n" + w5Notes(c))
 	r.emitGrid(&b, "W5", res.Latencies, res)
 }
 

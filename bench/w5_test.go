@@ -2,6 +2,8 @@ package bench
 
 import (
 	"context"
+	"fmt"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -106,4 +108,53 @@ func TestW5SelectedPatternsKeepTheirSessions(t *testing.T) {
 	_, err = w.selected()
 	require.ErrorContains(t, err, `"timeline"`)
 	assert.ErrorContains(t, err, `"hot spot"`, "the error lists the names")
+}
+
+// Readers at once each read their share of the sessions, dealt round-robin:
+// every session is read once, and the objects used are all of theirs.
+func TestReadAtOnce(t *testing.T) {
+	objs := map[string]*lookaheadv1.Object{}
+	for _, o := range []*lookaheadv1.Object{
+		w5Obj("u", "friends", "a"), w5Obj("a"), w5Obj("v", "friends", "b"), w5Obj("b"), w5Obj("w", "friends", "a"),
+	} {
+		objs[o.GetId()] = o
+	}
+	var mu sync.Mutex
+	starts := map[string]int{}
+	fetch := func(_ context.Context, ids []string) ([]*lookaheadv1.Object, error) {
+		mu.Lock()
+		defer mu.Unlock()
+		var out []*lookaheadv1.Object
+		for _, id := range ids {
+			if id == "gone" {
+				return nil, fmt.Errorf("fetch %s: failed", id)
+			}
+			starts[id]++
+			out = append(out, objs[id])
+		}
+		return out, nil
+	}
+	friends := firstRefs("friends", 0)
+	session := func(u string) w5Session { return w5Session{Starts: []string{u}, Steps: []w5Step{friends}} }
+	used, err := readAtOnce(context.Background(), []w5Session{session("u"), session("v"), session("w")}, 2, fetch)
+	require.NoError(t, err)
+	assert.Equal(t, map[string]bool{"u": true, "a": true, "v": true, "b": true, "w": true}, used)
+	assert.Equal(t, map[string]int{"u": 1, "v": 1, "w": 1, "a": 2, "b": 1}, starts, "each session once; a by two")
+
+	_, err = readAtOnce(context.Background(), []w5Session{session("u"), session("gone")}, 2, fetch)
+	assert.ErrorContains(t, err, "fetch gone", "a reader's error is the run's")
+}
+
+func TestW5ReadersPatternIsSelectedByName(t *testing.T) {
+	w := &w5{cfg: W5Config{FoFReaders: 4, FoFStarts: 2, Patterns: []string{w5ReadersName(4)}}}
+	got, err := w.selected()
+	require.NoError(t, err)
+	require.Len(t, got, 1)
+	assert.Equal(t, "friends of friends by 4 readers", got[0].Name)
+	assert.Equal(t, 4, got[0].readers)
+
+	w.cfg.FoFReaders, w.cfg.Patterns = 0, nil
+	got, err = w.selected()
+	require.NoError(t, err)
+	assert.Len(t, got, 3, "no readers pattern without FoFReaders")
 }

@@ -45,7 +45,8 @@ import (
 // (claimLocked); an object read again at another depth moves its lists
 // there (rereadLocked); an offer not followed within Horizon requests
 // counts as not followed, and so, until a later read comes back to them, do
-// the lists a reader going level by level has passed by (closeLocked). A
+// the lists a reader going level by level has passed by (closeLocked) and
+// the refs of a list before one read out of order (passedOverLocked). A
 // read that could be a list's first follow but goes on with its own lists
 // was a direct request when its field is seen followed less than Prior
 // beyond chance (checkFirstLocked). The list the application is reading, of
@@ -82,6 +83,9 @@ type Learned struct {
 	first    *firstRead               // the last read, when it was a list's first; guarded by mu
 	walk     map[string]string        // ids read since the last direct request → the list they were read from; guarded by mu
 	walked   []string                 // walk's ids, in read order; guarded by mu
+	over     []passOver               // lists the request's reads passed over (passedOverLocked); guarded by mu
+	walks    map[string]walkSpan      // root of each walk → when it read (besideLocked); guarded by mu
+	lastRoot string                   // the walk of the last object read; guarded by mu
 	pace     pace                     // guarded by mu
 	refLists []refList                // listsOf's, reused; guarded by mu
 	refIndex fieldIndex               // refLists' fields; guarded by mu
@@ -171,7 +175,7 @@ func bucket(pos int) int {
 func NewLearned(cfg LearnedConfig) *Learned {
 	cfg.setDefaults()
 	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, shows: map[fieldKey]*followShow{}, pending: map[string][]offer{}, passed: map[string][]offer{},
-		lists: map[listKey]*listRun{}, depth: map[string]readDepth{}, walk: map[string]string{}, now: time.Now}
+		lists: map[listKey]*listRun{}, depth: map[string]readDepth{}, walk: map[string]string{}, walks: map[string]walkSpan{}, now: time.Now}
 }
 
 // Budget implements Planner. The scheduler asks it only for a request with
@@ -216,11 +220,11 @@ func (l *Learned) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt ti
 	l.expireLocked()
 	started := false // a walk: direct requests start one
 	for _, o := range objs {
-		d, from := 0, "" // asked for directly
+		d, from, root := 0, "", l.rootLocked(o.ID) // asked for directly
 		of, ok := l.claimLocked(o.ID)
 		l.checkFirstLocked(&of, ok)
 		if ok {
-			from = of.parent
+			from, root = of.parent, of.list.root
 			if l.lists[listKey{of.parent, of.key.field}] == nil {
 				l.readFirstLocked(o.ID, of)
 			}
@@ -232,13 +236,16 @@ func (l *Learned) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt ti
 			started = true
 		}
 		l.walkRead(o.ID, from)
+		l.walkedLocked(root)
+		l.lastRoot = root
 		if old, read := l.depth[o.ID]; read && old.depth != d {
 			l.rereadLocked(o.ID, d)
 		}
 		l.depth[o.ID] = readDepth{d, l.request}
 		l.reads = append(l.reads, ringEntry{id: o.ID, seq: l.request})
-		l.offerLocked(o, d)
+		l.offerLocked(o, d, root)
 	}
+	l.passedOverLocked()
 	return dedupe(parents)
 }
 

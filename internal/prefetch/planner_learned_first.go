@@ -94,7 +94,9 @@ func (l *Learned) revertFirstLocked(f *firstRead) {
 	f.of.list.started = slices.DeleteFunc(f.of.list.started, func(s string) bool { return s == f.of.key.field })
 	if o := l.open.latest(f.child); o != nil {
 		l.moveLocked(o, 0)
+		o.root = f.child // a walk of its own
 	}
+	l.walkedLocked(f.child)
 }
 
 // maxWalk bounds the ids remembered as read in one walk.

@@ -164,6 +164,9 @@ func (l *Learned) claimLocked(id string) (offer, bool) {
 	}
 	for _, of := range offers {
 		l.decideLocked(of, false) // read, but not from that list
+		if of.list.seq >= l.request-1 {
+			l.over = append(l.over, passOver{of.list, of.key.field, of.idx})
+		}
 	}
 	return offer{}, false
 }
@@ -237,7 +240,8 @@ func (l *Learned) closeLocked(of offer) {
 	if !slices.Contains(of.list.started, of.key.field) {
 		of.list.started = append(of.list.started, of.key.field)
 	}
-	l.open.closeBefore(of.seq, of.key.depth, of.parent, func(o *openList) {
+	keep := func(o *openList) bool { return o.id == of.parent || l.besideLocked(o, of.list.root) }
+	l.open.closeBefore(of.seq, of.key.depth, keep, func(o *openList) {
 		l.closeListsLocked(o)
 		l.stoppedLocked(o)
 	})
@@ -248,14 +252,7 @@ func (l *Learned) closeLocked(of offer) {
 func (l *Learned) closeListsLocked(o *openList) {
 	for _, id := range o.children {
 		// Not a list the application reads: there later refs may still come.
-		if of, ok := dropOfferLocked(l.pending, id, func(of offer) bool {
-			return of.parent == o.id && l.lists[listKey{o.id, of.key.field}] == nil
-		}); ok {
-			l.decideLocked(of, false)
-			if len(l.passed[id]) < maxOffers {
-				l.passed[id] = append(l.passed[id], of)
-			}
-		}
+		l.passLocked(o, id, func(of offer) bool { return l.lists[listKey{o.id, of.key.field}] == nil })
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 // seen to follow yet.
 type openList struct {
 	id, typ  string
+	root     string   // the direct request whose walk read it (see besideLocked)
 	depth    int      // below a direct request
 	seq      int      // request that read it
 	children []string // the ids it offered
@@ -18,8 +19,9 @@ type openList struct {
 	read     int      // the request that last followed one of them
 	// obj and more, for an object with a list longer than offersPerList:
 	// where each such list's offers stopped (moreLocked).
-	obj  *graph.Object
-	more []listCut
+	obj   *graph.Object
+	more  []listCut
+	marks []listMark // how far its lists were passed over (passedOverLocked)
 }
 
 // listCut is where the offers of a long list stopped.
@@ -79,9 +81,9 @@ func (s *openLists) expire(seq int) {
 }
 
 // closeBefore removes and hands to closed the lists read before request
-// seq at depth d or deeper, except those of keep (the parent being read
-// from, read again), which stay.
-func (s *openLists) closeBefore(seq, d int, keep string, closed func(*openList)) {
+// seq at depth d or deeper, except those keep selects (the parent being
+// read from, read again; another reader's), which stay.
+func (s *openLists) closeBefore(seq, d int, keep func(*openList) bool, closed func(*openList)) {
 	for b := openDepth(d); b <= maxContextDepth; b++ {
 		q := s.byDepth[b]
 		n := 0
@@ -90,7 +92,7 @@ func (s *openLists) closeBefore(seq, d int, keep string, closed func(*openList))
 		}
 		kept := n // the prefix's kept lists move to its end, in order
 		for i := n - 1; i >= 0; i-- {
-			if o := q[i]; o.id == keep {
+			if o := q[i]; keep(o) {
 				kept--
 				q[kept] = o
 			} else {

@@ -29,7 +29,7 @@ func TestOpenListsCloseBefore(t *testing.T) {
 	}
 	s.add(&openList{id: "o3", depth: 1, seq: 7}) // o3 read again
 	var closed []string
-	s.closeBefore(5, 1, "o3", func(o *openList) { closed = append(closed, o.id) })
+	s.closeBefore(5, 1, func(o *openList) bool { return o.id == "o3" }, func(o *openList) { closed = append(closed, o.id) })
 	assert.ElementsMatch(t, []string{"o1", "o2", "o4"}, closed)
 	assert.Equal(t, [][]string{{"o0"}, {"o3", "o6", "o3"}, {"o5"}, nil, nil}, openIDs(&s))
 	assert.Nil(t, s.latest("o1"))
