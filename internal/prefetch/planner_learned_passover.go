@@ -19,17 +19,18 @@ type passOver struct {
 // first position's chance came out well above the one in the fan-out it
 // is (W7's large payloads at 5 ms fetched the first child of each object
 // read, 128 KiB each, for nothing: 66–68 origin round trips where no
-// prefetching makes 60; now 62–63). Only the object read last: a read far down the list of
-// one read earlier may be another reader's (a popular user viewed, who is
-// in the list of a user someone else is reading), and passing over that
-// list too made fewer reads of friends-of-friends walks read side by side
-// by 2, 4 and 8 readers likely in their parents' lists, 0.37, 0.53 and
-// 0.45 of them instead of 0.49, 0.64 and 0.54 (BenchmarkLearnedReadersInterleaved,
-// with the rule of planner_learned_readers.go but not rootLocked).
-// Decided once a request is counted, so that a batch read whose order
-// is not the list's (a set of ids) passes over nothing that it reads. The
-// refs go to passed, as those of a list closed (closeListsLocked): a read
-// that comes back to them in order takes the decision back (claimLocked).
+// prefetching makes 60; now 62–63). Only the object read last: a read far
+// down the list of one read earlier may be another reader's (a popular
+// user viewed, who is in the list of a user someone else is reading), and
+// passing over that list too made fewer reads of friends-of-friends walks
+// read side by side by 2, 4 and 8 readers likely in their parents' lists:
+// 0.37, 0.53 and 0.45 of them instead of 0.49, 0.64 and 0.54
+// (BenchmarkLearnedReadersInterleaved, with the rule of
+// planner_learned_readers.go but not rootLocked). Decided once a request
+// is counted, so that a batch read whose order is not the list's (a set of
+// ids) passes over nothing that it reads. The refs go to passed, as those
+// of a list closed (closeListsLocked): a read that comes back to them in
+// order takes the decision back (claimLocked).
 func (l *Learned) passedOverLocked() {
 	for i, p := range l.over {
 		l.over[i] = passOver{}

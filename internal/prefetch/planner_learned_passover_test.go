@@ -42,16 +42,18 @@ func TestLearnedRefPassedOverThenReadInOrderIsFollowed(t *testing.T) {
 }
 
 // One request's reads are a set: a batch whose order is not the list's
-// passes over nothing that it reads, and follows the list.
+// passes over nothing that it reads, and follows the list. Passed over
+// read by read, the 30 refs before f30 would count as not followed before
+// f0 came, too many for the field to be taken as followed (seenNotFollowed).
 func TestLearnedBatchOutOfOrderPassesOverNothingItReads(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	l.Read([]*graph.Object{user("u", 8, "f")}, false, 0)
-	batch := []*graph.Object{user("f5", 0, "")}
-	for i := range 5 {
+	l.Read([]*graph.Object{user("u", 40, "f")}, false, 0)
+	batch := []*graph.Object{user("f30", 0, "")}
+	for i := range 30 {
 		batch = append(batch, user(fmt.Sprint("f", i), 0, ""))
 	}
 	l.Read(batch, false, 0)
 	s := l.stats[edgeKey{0, "User", "friends"}]
-	assert.Equal(t, 5.0, s.allFollowed, "f0-f4 in order")
-	assert.Equal(t, 6.0, s.allOffered, "and f5, read past them first, not followed; f6, f7 wait")
+	assert.Equal(t, 30.0, s.allFollowed, "f0-f29 in order")
+	assert.Equal(t, 31.0, s.allOffered, "and f30, read past them first, not followed; f31-f39 wait")
 }
