@@ -28,7 +28,7 @@ func link(id string) *graph.Object {
 // be counted (Knafla's pages: left and right).
 func TestLearnedBranchPassedByOnceIsStillFollowed(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false, 0) }
+	read := reader(l)
 	for _, b := range []string{"b0", "b1"} { // right twice
 		read(branch(b))
 		read(link(b + "r"))
@@ -60,7 +60,7 @@ func outRef(id string) *graph.Object {
 // the horizon, takes that back and is a follow.
 func TestLearnedListPassedByAndReadLaterIsFollowed(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false, 0) }
+	read := reader(l)
 	read(outRef("o"))
 	read(link("oe1")) // the first queued page
 	read(link("oe1n"))
@@ -81,7 +81,7 @@ func TestLearnedListPassedByAndReadLaterIsFollowed(t *testing.T) {
 // read of its ref is a direct request, and the not-follow stands.
 func TestLearnedListPassedByIsForgottenAtTheHorizon(t *testing.T) {
 	l := NewLearned(LearnedConfig{Horizon: 8})
-	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false, 0) }
+	read := reader(l)
 	read(outRef("o"))
 	read(link("oe1"))
 	read(link("p"))
@@ -102,7 +102,7 @@ func TestLearnedListPassedByIsForgottenAtTheHorizon(t *testing.T) {
 // own, asked for directly.
 func TestLearnedListPassedByOfAFieldNotFollowedStaysPassed(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false, 0) }
+	read := reader(l)
 	read(user("x", 2, "xf"))
 	read(user("xf0", 8, "a"))
 	read(user("xf1", 8, "b"))
@@ -119,7 +119,7 @@ func TestLearnedListPassedByOfAFieldNotFollowedStaysPassed(t *testing.T) {
 // a read far down it, its first refs unread, is asked for by other means.
 func TestLearnedListPassedByIsComeBackToInOrder(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false, 0) }
+	read := reader(l)
 	q := &graph.Object{ID: "q", Type: "Queue", Refs: []graph.Ref{{Field: "next", ID: "qn"}}}
 	for i := range 4 {
 		q.Refs = append(q.Refs, graph.Ref{Field: "items", ID: fmt.Sprint("i", i)})
@@ -138,7 +138,7 @@ func TestLearnedListPassedByIsComeBackToInOrder(t *testing.T) {
 // through the author of a post read in the view before.
 func TestLearnedListPassedByPointingBackIsNotComeBackTo(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false, 0) }
+	read := reader(l)
 	u := &graph.Object{ID: "u", Type: "User", Refs: []graph.Ref{{Field: "posts", ID: "p"}}}
 	read(u)
 	read(&graph.Object{ID: "p", Type: "Post", Refs: []graph.Ref{{Field: "author", ID: "u"}}})

@@ -19,7 +19,7 @@ import (
 // first friend is a follow, one level down.
 func TestLearnedReaderBesideKeepsItsLists(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false, 0) }
+	read := reader(l)
 	read(user("ub", 3, "b"))
 	read(user("b0", 3, "b0x"))
 	read(user("ua", 3, "a")) // a's walk begins
@@ -35,7 +35,7 @@ func TestLearnedReaderBesideKeepsItsLists(t *testing.T) {
 // closes the lists the last one left, as not followed.
 func TestLearnedWalkAfterWalkClosesTheLastOnesLists(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false, 0) }
+	read := reader(l)
 	read(user("ua", 2, "a"))
 	read(user("a0", 3, "a0x"))
 	read(user("a1", 3, "a1x"))
@@ -166,7 +166,7 @@ type walkStep struct{ id, parent string }
 // in that walk; one no list of it offers starts a walk of its own.
 func TestLearnedDirectReadOfferedByTheLastWalkGoesOnInIt(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
-	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false, 0) }
+	read := reader(l)
 	read(user("u", 6, "f"))
 	read(user("f3", 2, "g")) // not in order: asked for directly
 	assert.Zero(t, l.Depth("f3"))

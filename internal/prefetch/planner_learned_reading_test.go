@@ -16,7 +16,7 @@ import (
 // level down, while the next session reads its list.
 func TestLearnedRemembersTheDepthOfTheLatestRead(t *testing.T) {
 	l := NewLearned(LearnedConfig{Horizon: 8})
-	read := func(o *graph.Object) { l.Read([]*graph.Object{o}, false, 0) }
+	read := reader(l)
 	read(user("u", 2, "f"))
 	read(user("f0", 0, "")) // u's first friend: depth 1
 	require.Equal(t, 1, l.Depth("f0"))

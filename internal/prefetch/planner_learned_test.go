@@ -22,6 +22,12 @@ func user(id string, n int, prefix string) *graph.Object {
 	return u
 }
 
+// reader returns a function that reads one object through l per request,
+// as an application reading object by object does.
+func reader(l *Learned) func(*graph.Object) {
+	return func(o *graph.Object) { l.Read([]*graph.Object{o}, false, 0) }
+}
+
 func TestLearnedChances(t *testing.T) {
 	tests := []struct {
 		name  string
