@@ -118,6 +118,7 @@ func (e *env) measureSidecar(ctx context.Context, originAddr string, args []stri
 		delta := func(name string) float64 { return after.Sum(name) - before.Sum(name) }
 		s.RoundTrips = delta("lookahead_origin_round_trips_total")
 		s.Fetched = delta("lookahead_origin_objects_fetched_total")
+		s.Planning = time.Duration(delta("lookahead_prefetch_planning_seconds_total") * float64(time.Second))
 		return nil
 	})
 	return s, err

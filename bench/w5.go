@@ -137,6 +137,10 @@ type w5Sample struct {
 	// its speculation costs the cores it shares with the application; 0
 	// for the peer.
 	CPU time.Duration
+	// Planning is the learned planner's share of it, as its own metric
+	// says (lookahead_prefetch_planning_seconds_total, wall time): learning
+	// from reads and choosing what to fetch; 0 for the other rows.
+	Planning time.Duration
 }
 
 type w5Cell struct {

@@ -83,6 +83,9 @@ func (l w5Latency) table() string {
 			if !c.Row.Batched {
 				rss = fmtBytes(c.med(func(s w5Sample) float64 { return float64(s.PeakRSS) }))
 				cpu = fmtDur(time.Duration(c.med(func(s w5Sample) float64 { return float64(s.CPU) })))
+				if p := c.med(func(s w5Sample) float64 { return float64(s.Planning) }); p > 0 {
+					cpu += " (planning " + fmtDur(time.Duration(p)) + ")"
+				}
 			}
 			rows = append(rows, []string{name, label, fmtDur(c.wall()), fmtRatio(ratio(c, off)), fmtRatio(ratio(c, best)),
 				fmtCount(c.med(func(s w5Sample) float64 { return s.RoundTrips })),
@@ -180,7 +183,7 @@ func w5Notes(c W5Config) string {
 	for _, s := range c.Statics {
 		grid = append(grid, fmt.Sprintf("depth %d max %d", s.Depth, s.MaxObjects))
 	}
-	return fmt.Sprintf(`Rows (bench/w5.go, w5SidecarRows, the one place to change them): **off** is `+"`--prefetch-mode off`"+`; **default** the sidecar with no prefetch flag; **adaptive** `+"`--prefetch-mode adaptive`"+`; **best static** the fastest point, per pattern and latency, of a grid of `+"`--prefetch-mode static --prefetch-depth D --prefetch-max-objects M`"+` settings (%s; every point runs like the other rows and is listed below it); **peer: batched client** no sidecar, one origin BatchGet per level of a session, as a DataLoader batches one tick of an application, nothing kept between sessions. Every run starts a fresh sidecar (cold cache); %d repetitions, rows interleaved within each (the order rotates), the same sessions for every row of a repetition, other sessions in the next; figures are medians, ratios taken between medians of this run. Wall time covers all sessions of the pattern. Origin round trips and objects fetched come from the sidecar's lookahead_origin_round_trips_total and lookahead_origin_objects_fetched_total (all reasons: demand and prefetch); the peer counts its own. Objects used: distinct objects the application read. CPU: the sidecar's CPU time over the run, all threads (/proc/PID/task/*/schedstat). Peak RSS: the sidecar's VmHWM from /proc at the end of the run.
+	return fmt.Sprintf(`Rows (bench/w5.go, w5SidecarRows, the one place to change them): **off** is `+"`--prefetch-mode off`"+`; **default** the sidecar with no prefetch flag; **adaptive** `+"`--prefetch-mode adaptive`"+`; **best static** the fastest point, per pattern and latency, of a grid of `+"`--prefetch-mode static --prefetch-depth D --prefetch-max-objects M`"+` settings (%s; every point runs like the other rows and is listed below it); **peer: batched client** no sidecar, one origin BatchGet per level of a session, as a DataLoader batches one tick of an application, nothing kept between sessions. Every run starts a fresh sidecar (cold cache); %d repetitions, rows interleaved within each (the order rotates), the same sessions for every row of a repetition, other sessions in the next; figures are medians, ratios taken between medians of this run. Wall time covers all sessions of the pattern. Origin round trips and objects fetched come from the sidecar's lookahead_origin_round_trips_total and lookahead_origin_objects_fetched_total (all reasons: demand and prefetch); the peer counts its own. Objects used: distinct objects the application read. CPU: the sidecar's CPU time over the run, all threads (/proc/PID/task/*/schedstat); in brackets, the learned planner's planning time (lookahead_prefetch_planning_seconds_total: learning from reads and choosing what to fetch, wall time, on cores the whole run shares). Peak RSS: the sidecar's VmHWM from /proc at the end of the run.
 `, strings.Join(grid, "; "), c.Reps)
 }
 

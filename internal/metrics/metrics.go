@@ -14,6 +14,13 @@ const (
 	ReasonPrefetch = "prefetch"
 )
 
+// Stages of the learned planner's work, timed apart from the origin's
+// (PrefetchPlanning).
+const (
+	StageLearn  = "learn"
+	StageChoose = "choose"
+)
+
 // Cache tiers.
 const (
 	TierMain     = "main"
@@ -56,6 +63,11 @@ type Set struct {
 	// jobs a demand miss overtook), client_gone (queued or running jobs of a
 	// client connection that ended).
 	PrefetchCancelled *prometheus.CounterVec
+	// PrefetchPlanning is the time the learned planner spends, by stage:
+	// learn (learning from each read, on the learner's goroutine) and
+	// choose (a speculative job choosing what to fetch, less its waits for
+	// the origin). Wall time: CPU on an idle core, more on a busy one.
+	PrefetchPlanning *prometheus.CounterVec
 
 	// Coherence.
 	StaleFills      prometheus.Counter     // fills refused: older than a change the origin announced
@@ -134,6 +146,12 @@ func New(reg prometheus.Registerer) *Set {
 	for _, r := range []string{CancelledOvertaken, CancelledClientGone} {
 		s.PrefetchCancelled.WithLabelValues(r) // shown at 0 before the first
 	}
+	s.PrefetchPlanning = counterVec("prefetch_planning_seconds_total", "Time the learned planner (--prefetch-mode adaptive) spent, by stage: learn (learning from each read) "+
+		"and choose (speculative jobs choosing what to fetch, their waits for the origin not counted). Wall time, on cores the application may share: "+
+		"set against the round trips prefetch_used_total saved, it says what speculation costs.", "stage")
+	for _, st := range []string{StageLearn, StageChoose} {
+		s.PrefetchPlanning.WithLabelValues(st) // shown at 0 before the first
+	}
 	s.OriginDatasetChanges = counterVec("origin_dataset_changes_total", "Times an origin reported another dataset identity than before (a new store on the same address); each flushed the cache and reset the change stream's position. By origin route.", "origin")
 	s.Serving = gauge("serving", "1 while the sidecar's health is SERVING (its origin answers health checks), else 0.")
 	s.ServingChanges = counter("serving_changes_total", "Times the sidecar's health went from SERVING to NOT_SERVING or back.")
@@ -143,7 +161,7 @@ func New(reg prometheus.Registerer) *Set {
 		s.Evictions, s.SetsDropped, s.SetsRejected, s.OriginRoundTrips, s.OriginInFlight, s.OriginDuration,
 		s.ObjectsFetched, s.BytesFetched, s.PrefetchIssued, s.PrefetchUsed, s.PrefetchWasted,
 		s.PrefetchWastedBytes, s.PrefetchLate, s.PrefetchDropped, s.PrefetchUnlearned, s.PrefetchClamped, s.PrefetchDepth,
-		s.PrefetchWindow, s.PrefetchRoundTrip, s.PrefetchShed, s.PrefetchPreempted, s.PrefetchCancelled)
+		s.PrefetchWindow, s.PrefetchRoundTrip, s.PrefetchShed, s.PrefetchPreempted, s.PrefetchCancelled, s.PrefetchPlanning)
 	s.newResilience(reg)
 	s.newRoutes(reg)
 	return s

@@ -111,6 +111,14 @@ type chanceWalk struct {
 	depth  int             // the deepest level, below the roots
 	budget int             // objects
 	reach  *graph.Reach
+	waited time.Duration // for the origin: not choosing (Metrics.Choosing)
+}
+
+// wait runs fetch, an origin call of the walk's, and adds its time to waited.
+func (w *chanceWalk) wait(fetch func()) {
+	began := w.s.now()
+	fetch()
+	w.waited += w.s.now().Sub(began)
 }
 
 func (s *Scheduler) newChanceWalk(ctx context.Context, j job) *chanceWalk {
@@ -138,7 +146,9 @@ func (w *chanceWalk) threshold(level int) float64 {
 // objects cost nothing and are walked through; every id is considered once
 // (graph.Reach), so cycles end.
 func (s *Scheduler) expandChances(ctx context.Context, j job) {
+	began := s.now()
 	w := s.newChanceWalk(ctx, j)
+	defer func() { s.cfg.Metrics.Choosing(max(s.now().Sub(began)-w.waited, 0)) }()
 	level := make([]step, 0, len(j.roots))
 	for _, o := range j.roots {
 		if w.reach.Admit(o.ID) {
@@ -169,7 +179,9 @@ func (s *Scheduler) expandChances(ctx context.Context, j job) {
 		} else if idle >= maxIdleLevels && d >= w.ahead {
 			return
 		}
-		got, err := s.speculate(ctx, fetch)
+		var got []*graph.Object
+		var err error
+		w.wait(func() { got, err = s.speculate(ctx, fetch) })
 		if err != nil {
 			return // origin trouble or shutdown: speculation just stops
 		}

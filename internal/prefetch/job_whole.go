@@ -5,6 +5,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
@@ -48,12 +49,17 @@ func (w *chanceWalk) expandWhole(level []step, cands []candidate, short *fieldIn
 	}
 	ctx := w.ctx
 	for len(roots) > 0 {
-		x, err := s.runExpansion(ctx, roots, b)
+		var x *fetch.Expansion
+		var err error
+		w.wait(func() {
+			if x, err = s.runExpansion(ctx, roots, b); err == nil {
+				_, _ = x.JoinedRoots(w.ctx)
+			}
+		})
 		if err != nil {
 			s.whole.leave()
 			return !errors.Is(err, errors.ErrUnsupported) // trouble: stop; unsupported: level by level
 		}
-		_, _ = x.JoinedRoots(w.ctx)
 		var from []string
 		roots, from, b = w.nextWhole()
 		ctx = WithFrom(w.ctx, from) // the Expand is for the jobs that left its roots

@@ -78,7 +78,9 @@ func (s *Scheduler) learner() {
 		case <-s.ctx.Done():
 			return
 		case r := <-s.reads:
+			began := s.now()
 			s.learn(r)
+			s.cfg.Metrics.Learning(s.now().Sub(began))
 			s.readBytes.give(r.bytes)
 			s.learned()
 		}

@@ -38,6 +38,14 @@ type Metrics interface {
 	// RoundTrip is the demand round trip the chooser plans ahead with
 	// (Window.RoundTrip); 0: none observed yet, nothing planned ahead.
 	RoundTrip(d time.Duration)
+	// Learning is the time the learner spent on one read: the chooser's
+	// ReadAt and the job it queues (see learn). Choosing is the time a
+	// chance job spent choosing what to fetch, less its waits for the
+	// origin (see expandChances). Both are wall time: what speculation
+	// costs the cores it shares with the application, against the round
+	// trips it saves.
+	Learning(d time.Duration)
+	Choosing(d time.Duration)
 	Shed()       // a speculative origin call the origin refused RESOURCE_EXHAUSTED
 	Preempted()  // a queued speculative job a demand miss overtook (see overtake)
 	Cancelled()  // a running speculative job a demand miss overtook
@@ -94,6 +102,9 @@ type Scheduler struct {
 	wg        sync.WaitGroup // the workers
 	closeOnce sync.Once
 	whole     wholeGate // one whole-levels Expand in flight at a time (expandWhole)
+	// now is the clock Learning and Choosing are timed by; tests set it
+	// before the first request.
+	now func() time.Time
 }
 
 // New starts a scheduler with cfg.Workers workers; Close stops them.
@@ -113,6 +124,7 @@ func New(cfg Config, f Fetcher, p Planner) (*Scheduler, error) {
 		win:   cfg.Window,
 		runs:  make(runs),
 		ctx:   ctx, cancel: cancel,
+		now: time.Now,
 	}
 	s.idle = sync.NewCond(&s.mu)
 	if ch, ok := p.(Chooser); ok {

@@ -246,6 +246,8 @@ func (nopMetrics) Clamped()                {}
 func (nopMetrics) Depth(int)               {}
 func (nopMetrics) Window(int)              {}
 func (nopMetrics) RoundTrip(time.Duration) {}
+func (nopMetrics) Learning(time.Duration)  {}
+func (nopMetrics) Choosing(time.Duration)  {}
 func (nopMetrics) Shed()                   {}
 func (nopMetrics) Preempted()              {}
 func (nopMetrics) Cancelled()              {}

@@ -96,6 +96,16 @@ func (a PrefetchMetrics) Window(n int) { a.s.PrefetchWindow.Set(float64(n)) }
 // RoundTrip sets the demand round trip speculation plans ahead with.
 func (a PrefetchMetrics) RoundTrip(d time.Duration) { a.s.PrefetchRoundTrip.Set(d.Seconds()) }
 
+// Learning adds the time the learner spent on one read.
+func (a PrefetchMetrics) Learning(d time.Duration) {
+	a.s.PrefetchPlanning.WithLabelValues(metrics.StageLearn).Add(d.Seconds())
+}
+
+// Choosing adds the time a speculative job spent choosing, off the origin.
+func (a PrefetchMetrics) Choosing(d time.Duration) {
+	a.s.PrefetchPlanning.WithLabelValues(metrics.StageChoose).Add(d.Seconds())
+}
+
 // Shed counts a speculative origin call the origin shed.
 func (a PrefetchMetrics) Shed() { a.s.PrefetchShed.Inc() }
 
