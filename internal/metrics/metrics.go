@@ -66,7 +66,8 @@ type Set struct {
 	// PrefetchPlanning is the time the learned planner spends, by stage:
 	// learn (learning from each read, on the learner's goroutine) and
 	// choose (a speculative job choosing what to fetch, less its waits for
-	// the origin). Wall time: CPU on an idle core, more on a busy one.
+	// the origin). Wall time: CPU on an idle core; on a busy one it
+	// includes waits for a core and for the planner's lock.
 	PrefetchPlanning *prometheus.CounterVec
 
 	// Coherence.
@@ -147,7 +148,7 @@ func New(reg prometheus.Registerer) *Set {
 		s.PrefetchCancelled.WithLabelValues(r) // shown at 0 before the first
 	}
 	s.PrefetchPlanning = counterVec("prefetch_planning_seconds_total", "Time the learned planner (--prefetch-mode adaptive) spent, by stage: learn (learning from each read) "+
-		"and choose (speculative jobs choosing what to fetch, their waits for the origin not counted). Wall time, on cores the application may share: "+
+		"and choose (speculative jobs choosing what to fetch, their waits for the origin not counted). Wall time, waits for a core and for the planner's lock included: "+
 		"set against the round trips prefetch_used_total saved, it says what speculation costs.", "stage")
 	for _, st := range []string{StageLearn, StageChoose} {
 		s.PrefetchPlanning.WithLabelValues(st) // shown at 0 before the first

@@ -110,6 +110,7 @@ type chanceWalk struct {
 	far    float64         // and beyond them (Chooser.Threshold)
 	depth  int             // the deepest level, below the roots
 	budget int             // objects
+	held   int             // held objects of a level walked through (admit)
 	reach  *graph.Reach
 	waited time.Duration // for the origin: not choosing (Metrics.Choosing)
 }
@@ -124,7 +125,9 @@ func (w *chanceWalk) wait(fetch func()) {
 func (s *Scheduler) newChanceWalk(ctx context.Context, j job) *chanceWalk {
 	w := &chanceWalk{s: s, ctx: ctx, far: s.chooser.Threshold(), budget: j.budget.MaxObjects,
 		reach: graph.NewReach(graph.Budget{MaxObjects: j.budget.MaxObjects + len(j.roots)}, len(j.roots))}
-	w.ahead, w.near = s.chooser.Ahead(s.win.RoundTrip())
+	rtt := s.win.RoundTrip()
+	w.ahead, w.near = s.chooser.Ahead(rtt)
+	w.held = max(minWalkHeld, 2*s.chooser.Distance(rtt))
 	w.depth, _ = s.chooser.Limits()
 	return w
 }
@@ -213,17 +216,29 @@ type step struct {
 }
 
 // admit takes the candidates of a level, most likely first (the object
-// budget goes to them), and appends those held to next; it returns the ids
-// to fetch, in that order, and their candidates by id (nil if none).
+// budget goes to them), and appends the w.held likeliest of those held to
+// next; it returns the ids to fetch, in that order, and their candidates by
+// id (nil if none).
+//
+// A level's held objects beyond w.held are not walked through: the
+// application reads about Chooser.Distance objects in a round trip, and the
+// jobs of its next reads walk from nearer them. Every read's job walked
+// through all of them: a friend's list of hundreds held, each with a list
+// of its own to estimate, for every friend of it read (W5's friends of
+// friends: 380 to 480 objects walked a job; at most 64 of a level took
+// two fifths off the planner's time, docs/benchmark-history.md, "Thirteenth
+// session"). What is fetched below this level is walked through whole.
 func (w *chanceWalk) admit(cands []candidate, next []step) (_ []step, fetch []string, due map[string]candidate) {
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.chance, a.chance) })
+	held := 0
 	for i := range cands {
 		c := &cands[i]
 		if !w.reach.Admit(c.id) {
 			continue // seen before, or the budget is spent
 		}
 		if o, known := w.peek(c); known {
-			if o != nil {
+			if o != nil && held < w.held {
+				held++
 				next = append(next, step{o: o, chance: c.chance, depth: c.depth})
 			}
 			continue
@@ -246,6 +261,11 @@ func (w *chanceWalk) peek(c *candidate) (*graph.Object, bool) {
 	}
 	return c.held, c.known
 }
+
+// minWalkHeld is the fewest held objects of a level a chance job walks
+// through (admit); more when the application reads more than half as many
+// in a round trip.
+const minWalkHeld = 64
 
 // maxIdleLevels is how many levels in a row with nothing to fetch a job
 // walks through beyond the levels the application reads in one round trip

@@ -23,6 +23,7 @@ type fixedChooser struct {
 func (c fixedChooser) Threshold() float64                 { return c.far }
 func (c fixedChooser) Limits() (int, int)                 { return 2, 100 }
 func (c fixedChooser) Ahead(time.Duration) (int, float64) { return 1, c.near }
+func (fixedChooser) Distance(time.Duration) int           { return 1 }
 func (c fixedChooser) Followed(float64) []string          { return nil }
 func (c fixedChooser) Depth(string) int                   { return 0 }
 func (c fixedChooser) ReadAt(time.Time, []*graph.Object, bool, time.Duration) (parents []string) {

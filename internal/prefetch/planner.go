@@ -51,6 +51,10 @@ type Chooser interface {
 	// to wait, and the least probability worth a fetch within them (at most
 	// Threshold); 0 levels when nothing is known.
 	Ahead(rtt time.Duration) (levels int, threshold float64)
+	// Distance is how many objects the application reads in one origin
+	// round trip of rtt (Knafla's object distance); 1 when nothing is
+	// known.
+	Distance(rtt time.Duration) int
 	// Followed returns the fields, sorted, that the application is seen to
 	// follow with at least probability threshold, at some type and depth
 	// and position in a list.

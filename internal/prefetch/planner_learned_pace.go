@@ -29,6 +29,13 @@ func (l *Learned) Ahead(rtt time.Duration) (levels int, threshold float64) {
 	return levelsFor(2*reads, fanOut, l.cfg.MaxDepth), threshold
 }
 
+// Distance implements Chooser.
+func (l *Learned) Distance(rtt time.Duration) int {
+	l.mu.RLock()
+	defer l.mu.RUnlock()
+	return l.pace.distance(rtt)
+}
+
 // cost is what fetching one object of size bytes speculatively costs, in
 // ns: Cost, and CostPerKiB for each KiB.
 func (l *Learned) cost(size float64) float64 {

@@ -161,6 +161,7 @@ func (eager) Limits() (int, int)                                              { 
 func (eager) Depth(string) int                                                { return 0 }
 func (eager) ReadAt(time.Time, []*graph.Object, bool, time.Duration) []string { return nil }
 func (eager) Ahead(time.Duration) (int, float64)                              { return 0, 0.5 }
+func (eager) Distance(time.Duration) int                                      { return 1 }
 func (eager) Followed(float64) []string                                       { return []string{graph.TaskField} }
 func (eager) Chances(o *graph.Object, _ int, _ float64, out []float64) []float64 {
 	out = out[:0]

@@ -41,9 +41,10 @@ type Metrics interface {
 	// Learning is the time the learner spent on one read: the chooser's
 	// ReadAt and the job it queues (see learn). Choosing is the time a
 	// chance job spent choosing what to fetch, less its waits for the
-	// origin (see expandChances). Both are wall time: what speculation
-	// costs the cores it shares with the application, against the round
-	// trips it saves.
+	// origin (see expandChances). Both are wall time, which on a busy
+	// machine includes waits for a core and for the chooser's lock: an
+	// upper bound of what speculation costs the cores it shares with the
+	// application, against the round trips it saves.
 	Learning(d time.Duration)
 	Choosing(d time.Duration)
 	Shed()       // a speculative origin call the origin refused RESOURCE_EXHAUSTED
