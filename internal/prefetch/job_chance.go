@@ -225,9 +225,10 @@ type step struct {
 // jobs of its next reads walk from nearer them. Every read's job walked
 // through all of them: a friend's list of hundreds held, each with a list
 // of its own to estimate, for every friend of it read (W5's friends of
-// friends: 380 to 480 objects walked a job; at most 64 of a level took
-// two fifths off the planner's time, docs/benchmark-history.md, "Thirteenth
-// session"). What is fetched below this level is walked through whole.
+// friends: 380 to 480 objects walked a job; walking through at most 64 a
+// level cut the planner's time there by a third to a half,
+// docs/benchmark-history.md, "Thirteenth session"). What is fetched below
+// this level is walked through whole.
 func (w *chanceWalk) admit(cands []candidate, next []step) (_ []step, fetch []string, due map[string]candidate) {
 	slices.SortStableFunc(cands, func(a, b candidate) int { return cmp.Compare(b.chance, a.chance) })
 	held := 0
