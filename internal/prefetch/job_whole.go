@@ -5,7 +5,6 @@ import (
 	"math"
 	"slices"
 
-	"github.com/lookahead-dev/lookahead/internal/fetch"
 	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
@@ -49,10 +48,10 @@ func (w *chanceWalk) expandWhole(level []step, cands []candidate, short *fieldIn
 	}
 	ctx := w.ctx
 	for len(roots) > 0 {
-		var x *fetch.Expansion
 		var err error
 		w.wait(func() {
-			if x, err = s.runExpansion(ctx, roots, b); err == nil {
+			x, e := s.runExpansion(ctx, roots, b)
+			if err = e; err == nil {
 				_, _ = x.JoinedRoots(w.ctx)
 			}
 		})
