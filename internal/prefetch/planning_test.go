@@ -26,21 +26,16 @@ func (o slowOrigin) BatchGet(ctx context.Context, ids []string) ([]*graph.Object
 	return o.fakeOrigin.BatchGet(ctx, ids)
 }
 
-// slowExpander is slowOrigin with Expand, which takes a second too.
+// slowExpander is slowOrigin with x's Expand, which takes a second too.
 type slowExpander struct {
-	*fakeExpander
-	clock *clock
-}
-
-func (o slowExpander) BatchGet(ctx context.Context, ids []string) ([]*graph.Object, []string, error) {
-	o.clock.Add(time.Second)
-	return o.fakeExpander.BatchGet(ctx, ids)
+	slowOrigin
+	x *fakeExpander
 }
 
 func (o slowExpander) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget,
 	fn func(int, []*graph.Object, []string) error) error {
 	o.clock.Add(time.Second)
-	return o.fakeExpander.Expand(ctx, roots, known, b, fn)
+	return o.x.Expand(ctx, roots, known, b, fn)
 }
 
 // costlyChooser wants every ref, and takes clock to learn (3ms a read)
@@ -75,7 +70,7 @@ func TestPlanningTimeCountsTheChooserNotTheOrigin(t *testing.T) {
 			var o fetch.Origin = slowOrigin{fo, clk}
 			fx := &fakeExpander{Origin: fo}
 			if expand {
-				o = slowExpander{fx, clk}
+				o = slowExpander{slowOrigin{fo, clk}, fx}
 			}
 			ch := costlyChooser{uniform{eager: eager{}, p: 1, ahead: 2, near: 0.5}, clk}
 			r := newRigWith(t, o, Config{Mode: ModeAdaptive, Workers: 1}, fetch.Config{}, ch, cache.Config{})
