@@ -71,9 +71,8 @@ type Learned struct {
 	mu       sync.RWMutex             // Chances and Depth, on the workers, only read
 	stats    map[edgeKey]*fieldStats  // guarded by mu
 	shows    map[fieldKey]*followShow // what each field's follows show, at every depth (fieldStats.shown); guarded by mu
-	pending  map[string][]offer       // child id → the lists offering it, first first; guarded by mu
-	passed   map[string][]offer       // child id → the lists offering it passed by (closeLocked); guarded by mu
-	ring     []ringEntry              // offers in request order, for the horizon; guarded by mu
+	offers   map[string]*childOffers  // child id → the lists offering it; guarded by mu
+	ring     []offerEntry             // offers in request order, for the horizon; guarded by mu
 	head     int                      // first live ring entry; guarded by mu
 	request  int                      // requests observed; guarded by mu
 	lists    map[listKey]*listRun     // lists being read: parent and field; guarded by mu
@@ -155,10 +154,47 @@ type offer struct {
 	seq    int       // request at which it was offered
 }
 
-type ringEntry struct {
-	id     string
+// childOffers are the offers of one child: those of the lists offering it,
+// first first, and those of the lists the application passed by
+// (closeLocked), at most maxOffers of each (an offer is in one or the
+// other). The ring points at it, so that expiring an offer costs no lookup
+// by id: an offer read costs one lookup when offered, one when passed by
+// and one when read, where keeping pending and passed offers in maps of
+// their own cost eight. A record leaves Learned.offers when its child is
+// read (claimLocked) or its last offer expires or is dropped; the ring
+// entries still pointing at it then find nothing to expire.
+type childOffers struct {
+	id              string
+	pending, passed []offer
+}
+
+// offerEntry is one offer in the ring: of its child's record, made at
+// request seq by the list of parent.
+type offerEntry struct {
+	child  *childOffers
 	seq    int
-	parent string // of an offer
+	parent string
+}
+
+// pendingOf returns the offers of id pending.
+func (l *Learned) pendingOf(id string) []offer {
+	if c := l.offers[id]; c != nil {
+		return c.pending
+	}
+	return nil
+}
+
+// tidyLocked drops c from the records when it holds no offer.
+func (l *Learned) tidyLocked(c *childOffers) {
+	if len(c.pending) == 0 && len(c.passed) == 0 && l.offers[c.id] == c {
+		delete(l.offers, c.id)
+	}
+}
+
+// ringEntry is a read in request order.
+type ringEntry struct {
+	id  string
+	seq int
 }
 
 // buckets of list positions: 0, 1, 2, 3, 4-7, 8-15, ... 512+.
@@ -174,7 +210,7 @@ func bucket(pos int) int {
 // NewLearned makes a learned planner.
 func NewLearned(cfg LearnedConfig) *Learned {
 	cfg.setDefaults()
-	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, shows: map[fieldKey]*followShow{}, pending: map[string][]offer{}, passed: map[string][]offer{},
+	return &Learned{cfg: cfg, stats: map[edgeKey]*fieldStats{}, shows: map[fieldKey]*followShow{}, offers: map[string]*childOffers{},
 		lists: map[listKey]*listRun{}, depth: map[string]readDepth{}, walk: map[string]string{}, walks: map[string]walkSpan{}, now: time.Now}
 }
 
@@ -258,13 +294,16 @@ func (l *Learned) Read(objs []*graph.Object, waited bool, rtt time.Duration) (pa
 func (l *Learned) expireLocked() {
 	for l.head < len(l.ring) && l.request-l.ring[l.head].seq > l.cfg.Horizon {
 		e := l.ring[l.head]
-		l.ring[l.head] = ringEntry{}
+		l.ring[l.head] = offerEntry{}
 		l.head++
-		match := func(of offer) bool { return of.seq == e.seq && of.parent == e.parent }
-		if of, ok := dropOfferLocked(l.pending, e.id, match); ok {
+		c := e.child
+		match := func(of *offer) bool { return of.seq == e.seq && same(of.parent, e.parent) }
+		if of, ok := dropOffer(&c.pending, match); ok {
 			l.decideLocked(of, false)
+		} else {
+			dropOffer(&c.passed, match) // decided when passed by
 		}
-		dropOfferLocked(l.passed, e.id, match) // decided when passed by
+		l.tidyLocked(c)
 	}
 	if l.head > len(l.ring)/2 && l.head > 1024 { // compact
 		l.ring = append(l.ring[:0], l.ring[l.head:]...)

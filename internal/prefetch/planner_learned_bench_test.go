@@ -162,3 +162,50 @@ func friendsOfFriends(b *testing.B, r *rig, user string, perLevel int) int {
 	}
 	return reads
 }
+
+// BenchmarkLearnedReadFriendsOfFriends is the learner alone on
+// BenchmarkLearnedFriendsOfFriends' reads: the 40 sessions' objects, in
+// their order, told to one Learned as the scheduler tells it of each
+// answered Get (ReadAt), with no scheduler, cache or jobs. Every friend
+// read offers its list (up to offersPerList refs), and each offer is
+// claimed, passed by or expired: what a read costs the learner where lists
+// are long.
+func BenchmarkLearnedReadFriendsOfFriends(b *testing.B) {
+	byID := map[string]*graph.Object{}
+	g := graph.Social{Users: 2000, MaxFriends: 3000, DanglingRate: 0.01, PayloadBytes: 100, Seed: 1}
+	if err := g.Generate(func(o *graph.Object) error { byID[o.ID] = o; return nil }); err != nil {
+		b.Fatal(err)
+	}
+	var order []*graph.Object // the sessions' reads
+	for s := range 40 {
+		user := graph.UserID(s * 47 % g.Users)
+		seen := map[string]bool{user: true}
+		level := []string{user}
+		for l := 0; l < 3 && len(level) > 0; l++ {
+			var next []string
+			for _, id := range level {
+				o := byID[id]
+				if o == nil {
+					continue
+				}
+				order = append(order, o)
+				for _, ref := range o.Refs {
+					if l < 2 && ref.Field == "friends" && !seen[ref.ID] && len(next) < 100 {
+						seen[ref.ID] = true
+						next = append(next, ref.ID)
+					}
+				}
+			}
+			level = next
+		}
+	}
+	at := time.Unix(0, 0)
+	l := NewLearned(LearnedConfig{})
+	b.ReportAllocs()
+	i := 0
+	for b.Loop() {
+		at = at.Add(100 * time.Microsecond)
+		l.ReadAt(at, order[i%len(order):i%len(order)+1], false, time.Millisecond)
+		i++
+	}
+}

@@ -34,8 +34,8 @@ func TestLearnedConsidersAnObjectsFirstLists(t *testing.T) {
 	lists, offered := l.listsOf(o)
 	assert.Len(t, lists, maxLists)
 	assert.Equal(t, maxLists, offered)
-	assert.LessOrEqual(t, len(l.pending), maxLists)
-	for id := range l.pending {
+	assert.LessOrEqual(t, len(l.offers), maxLists)
+	for id := range l.offers {
 		var k int
 		_, err := fmt.Sscanf(id, "m.%d", &k)
 		require.NoError(t, err)

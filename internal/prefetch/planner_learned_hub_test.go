@@ -20,8 +20,8 @@ func TestLearnedOffersEachListsFirstOfAHub(t *testing.T) {
 	l := NewLearned(LearnedConfig{})
 	l.Read([]*graph.Object{h}, true, 0)
 	last := fmt.Sprint("b", offersPerList-1)
-	if len(l.pending) != 2*offersPerList || len(l.pending[last]) != 1 || l.pending[fmt.Sprint("b", offersPerList)] != nil {
-		t.Fatalf("%d refs offered (want %d), %s offered %d times (want 1)", len(l.pending), 2*offersPerList, last, len(l.pending[last]))
+	if len(l.offers) != 2*offersPerList || len(l.pendingOf(last)) != 1 || l.offers[fmt.Sprint("b", offersPerList)] != nil {
+		t.Fatalf("%d refs offered (want %d), %s offered %d times (want 1)", len(l.offers), 2*offersPerList, last, len(l.pendingOf(last)))
 	}
 }
 

@@ -11,8 +11,9 @@ import (
 func (l *Learned) moveLocked(o *openList, depth int) {
 	l.open.move(o, depth)
 	for _, id := range o.children {
-		for i := range l.pending[id] {
-			if of := &l.pending[id][i]; of.parent == o.id {
+		pending := l.pendingOf(id)
+		for i := range pending {
+			if of := &pending[i]; of.parent == o.id {
 				of.key.depth = min(depth, maxContextDepth)
 			}
 		}
@@ -114,8 +115,12 @@ func (l *Learned) unreadLocked(o *openList, field string, from, to, limit int) i
 		if _, read := l.depth[id]; read {
 			continue // read before the list was offered (a read since takes its offers)
 		}
-		if ofList := func(p offer) bool { return p.parent == o.id && p.key.field == field }; slices.ContainsFunc(l.pending[id], ofList) ||
-			slices.ContainsFunc(l.passed[id], ofList) {
+		c := l.offers[id]
+		if c == nil {
+			continue
+		}
+		if ofList := func(p *offer) bool { return same(p.parent, o.id) && same(p.key.field, field) }; indexOffer(c.pending, ofList) >= 0 ||
+			indexOffer(c.passed, ofList) >= 0 {
 			if n++; n > limit {
 				break
 			}
@@ -144,9 +149,12 @@ const maxOffers = 4
 // An offer pending whose list the read does not follow counts as not
 // followed.
 func (l *Learned) claimLocked(id string) (offer, bool) {
-	offers, passed := l.pending[id], l.passed[id]
-	delete(l.pending, id)
-	delete(l.passed, id)
+	var offers, passed []offer
+	if c := l.offers[id]; c != nil {
+		offers, passed = c.pending, c.passed
+		c.pending, c.passed = nil, nil // for the ring entries still pointing at it
+		delete(l.offers, id)
+	}
 	best := -1
 	for i, of := range offers {
 		if l.inOrderLocked(of) && (best < 0 || of.list.read > offers[best].list.read) {
@@ -181,20 +189,27 @@ func (l *Learned) unpassLocked(of offer) {
 	s.allOffered--
 }
 
-// dropOfferLocked removes from offers and returns the first offer of id
-// that match selects.
-func dropOfferLocked(offers map[string][]offer, id string, match func(offer) bool) (offer, bool) {
-	list := offers[id]
-	i := slices.IndexFunc(list, match)
+// indexOffer returns the index of the first of offers that match selects,
+// -1 if none. Unlike slices.IndexFunc it hands match a pointer: offers are
+// large, and the learner scans them for every ref of every object read.
+func indexOffer(offers []offer, match func(*offer) bool) int {
+	for i := range offers {
+		if match(&offers[i]) {
+			return i
+		}
+	}
+	return -1
+}
+
+// dropOffer removes from offers and returns the first offer that match
+// selects.
+func dropOffer(offers *[]offer, match func(*offer) bool) (offer, bool) {
+	i := indexOffer(*offers, match)
 	if i < 0 {
 		return offer{}, false
 	}
-	of := list[i]
-	if list = slices.Delete(list, i, i+1); len(list) == 0 {
-		delete(offers, id)
-	} else {
-		offers[id] = list
-	}
+	of := (*offers)[i]
+	*offers = slices.Delete(*offers, i, i+1)
 	return of, true
 }
 
@@ -250,9 +265,19 @@ func (l *Learned) closeLocked(of offer) {
 // closeListsLocked decides the offers of o's lists that no follow started
 // as not followed.
 func (l *Learned) closeListsLocked(o *openList) {
+	// Whether the application reads the list of the field asked last: a
+	// list's refs come together, so that is one lookup per field.
+	asked, field, reads := false, "", false
+	unread := func(of *offer) bool {
+		if !asked || !same(of.key.field, field) {
+			asked, field = true, of.key.field
+			reads = l.lists[listKey{o.id, field}] != nil
+		}
+		return !reads
+	}
 	for _, id := range o.children {
 		// Not a list the application reads: there later refs may still come.
-		l.passLocked(o, id, func(of offer) bool { return l.lists[listKey{o.id, of.key.field}] == nil })
+		l.passLocked(o, id, unread)
 	}
 }
 

@@ -53,8 +53,13 @@ func (l *Learned) offerLocked(o *graph.Object, depth int, root string) {
 // offers make room (see farthestLocked): none for a list just read, those
 // up to its furthest follow for the next refs of a list being read.
 func (l *Learned) offerRefLocked(list *openList, r *graph.Ref, pos, n int, back bool, from int) {
-	offers := l.pending[r.ID]
-	if slices.ContainsFunc(offers, func(of offer) bool { return of.parent == list.id }) {
+	c := l.offers[r.ID]
+	if c == nil {
+		c = &childOffers{id: r.ID}
+		l.offers[r.ID] = c
+	}
+	offers := c.pending
+	if indexOffer(offers, func(of *offer) bool { return same(of.parent, list.id) }) >= 0 {
 		return // the object read again
 	}
 	if len(offers) >= maxOffers {
@@ -67,9 +72,9 @@ func (l *Learned) offerRefLocked(list *openList, r *graph.Ref, pos, n int, back 
 		offers = slices.Delete(offers, far, far+1)
 	}
 	k := edgeKey{min(list.depth, maxContextDepth), list.typ, r.Field}
-	l.pending[r.ID] = append(offers, offer{key: k, pos: pos, last: pos == n-1, back: back,
+	c.pending = append(offers, offer{key: k, pos: pos, last: pos == n-1, back: back,
 		parent: list.id, list: list, idx: len(list.children), seq: l.request})
-	l.ring = append(l.ring, ringEntry{id: r.ID, seq: l.request, parent: list.id})
+	l.ring = append(l.ring, offerEntry{child: c, seq: l.request, parent: list.id})
 	list.children = append(list.children, r.ID)
 }
 

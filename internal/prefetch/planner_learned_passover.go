@@ -46,7 +46,7 @@ func (l *Learned) passedOverLocked() {
 			if _, read := l.depth[id]; read {
 				continue // a reader skips what it read before (inOrderLocked)
 			}
-			l.passLocked(p.list, id, func(of offer) bool { return same(of.key.field, p.field) })
+			l.passLocked(p.list, id, func(of *offer) bool { return same(of.key.field, p.field) })
 		}
 	}
 	l.over = l.over[:0]
@@ -55,11 +55,17 @@ func (l *Learned) passedOverLocked() {
 // passLocked decides the pending offer of id from o's list that match
 // selects, if any, as not followed, and keeps it in passed, where a read
 // that follows the list after all takes the decision back (claimLocked).
-func (l *Learned) passLocked(o *openList, id string, match func(offer) bool) {
-	if of, ok := dropOfferLocked(l.pending, id, func(of offer) bool { return of.parent == o.id && match(of) }); ok {
+func (l *Learned) passLocked(o *openList, id string, match func(*offer) bool) {
+	c := l.offers[id]
+	if c == nil {
+		return
+	}
+	if of, ok := dropOffer(&c.pending, func(of *offer) bool { return same(of.parent, o.id) && match(of) }); ok {
 		l.decideLocked(of, false)
-		if len(l.passed[id]) < maxOffers {
-			l.passed[id] = append(l.passed[id], of)
+		if len(c.passed) < maxOffers {
+			c.passed = append(c.passed, of)
+		} else {
+			l.tidyLocked(c)
 		}
 	}
 }

@@ -1,7 +1,5 @@
 package prefetch
 
-import "slices"
-
 // Readers. Several application requests read through one sidecar at once
 // (a service's handlers, each walking its own user's friends), and their
 // reads arrive interleaved. The evidence a reader leaves about its lists is
@@ -37,8 +35,8 @@ type walkSpan struct{ start, last int }
 // beside each other, whose lists no follow closed: W5's friends of
 // friends fetched 4.3–4.9 objects per object read instead of 3.9–4.4.
 func (l *Learned) rootLocked(id string) string {
-	inLast := func(of offer) bool { return of.list.root == l.lastRoot }
-	if l.lastRoot != "" && (slices.ContainsFunc(l.pending[id], inLast) || slices.ContainsFunc(l.passed[id], inLast)) {
+	inLast := func(of *offer) bool { return of.list.root == l.lastRoot }
+	if c := l.offers[id]; l.lastRoot != "" && c != nil && (indexOffer(c.pending, inLast) >= 0 || indexOffer(c.passed, inLast) >= 0) {
 		return l.lastRoot
 	}
 	return id
