@@ -73,6 +73,7 @@ type Learned struct {
 	shows    map[fieldKey]*followShow // what each field's follows show, at every depth (fieldStats.shown); guarded by mu
 	offers   map[string]*childOffers  // child id → the lists offering it; guarded by mu
 	ring     []offerEntry             // offers in request order, for the horizon; guarded by mu
+	renewed  int                      // ring entries of renewed offers (renewsLocked); guarded by mu
 	head     int                      // first live ring entry; guarded by mu
 	request  int                      // requests observed; guarded by mu
 	lists    map[listKey]*listRun     // lists being read: parent and field; guarded by mu
@@ -151,7 +152,10 @@ type offer struct {
 	parent string
 	list   *openList // the parent's offers
 	idx    int       // of this one among them
-	seq    int       // request at which it was offered
+	seq    int       // request at which it was offered, or last renewed
+	// renewals: how many horizons it has waited past the first
+	// (renewsLocked).
+	renewals int
 }
 
 // childOffers are the offers of one child: those of the lists offering it,
@@ -171,9 +175,10 @@ type childOffers struct {
 // offerEntry is one offer in the ring: of its child's record, made at
 // request seq by the list of parent.
 type offerEntry struct {
-	child  *childOffers
-	seq    int
-	parent string
+	child   *childOffers
+	seq     int
+	parent  string
+	renewed bool // by renewsLocked
 }
 
 // pendingOf returns the offers of id pending.
@@ -255,6 +260,10 @@ func (l *Learned) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt ti
 	l.request++
 	l.expireLocked()
 	started := false // a walk: direct requests start one
+	var group *readGroup
+	if len(objs) > 1 {
+		group = &readGroup{}
+	}
 	for _, o := range objs {
 		d, from, root := 0, "", l.rootLocked(o.ID) // asked for directly
 		of, ok := l.claimLocked(o.ID)
@@ -279,7 +288,7 @@ func (l *Learned) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt ti
 		}
 		l.depth[o.ID] = readDepth{d, l.request}
 		l.reads = append(l.reads, ringEntry{id: o.ID, seq: l.request})
-		l.offerLocked(o, d, root)
+		l.offerLocked(o, d, root, group)
 	}
 	l.passedOverLocked()
 	return dedupe(parents)
@@ -296,9 +305,18 @@ func (l *Learned) expireLocked() {
 		e := l.ring[l.head]
 		l.ring[l.head] = offerEntry{}
 		l.head++
+		if e.renewed {
+			l.renewed--
+		}
 		c := e.child
 		match := func(of *offer) bool { return of.seq == e.seq && same(of.parent, e.parent) }
-		if of, ok := dropOffer(&c.pending, match); ok {
+		if i := indexOffer(c.pending, match); i >= 0 && l.renewsLocked(&c.pending[i]) {
+			of := &c.pending[i]
+			of.seq = l.request
+			of.renewals++
+			l.renewed++
+			l.ring = append(l.ring, offerEntry{child: c, seq: of.seq, parent: of.parent, renewed: true})
+		} else if of, ok := dropOffer(&c.pending, match); ok {
 			l.decideLocked(of, false)
 		} else {
 			dropOffer(&c.passed, match) // decided when passed by

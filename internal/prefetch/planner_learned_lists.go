@@ -254,6 +254,9 @@ func (l *Learned) followLocked(of offer, out []string) []string {
 func (l *Learned) closeLocked(of offer) {
 	if !slices.Contains(of.list.started, of.key.field) {
 		of.list.started = append(of.list.started, of.key.field)
+		if of.list.group != nil {
+			of.list.group.started = true
+		}
 	}
 	keep := func(o *openList) bool { return o.id == of.parent || l.besideLocked(o, of.list.root) }
 	l.open.closeBefore(of.seq, of.key.depth, keep, func(o *openList) {

@@ -11,12 +11,12 @@ import (
 // them, the next offersPerList (moreLocked).
 const offersPerList = 256
 
-func (l *Learned) offerLocked(o *graph.Object, depth int, root string) {
+func (l *Learned) offerLocked(o *graph.Object, depth int, root string, group *readGroup) {
 	if len(o.Refs) == 0 {
 		return // a leaf: nothing to offer (most reads of a tree)
 	}
 	lists, left := l.listsOf(o)
-	list := &openList{id: o.ID, typ: o.Type, root: root, depth: depth, seq: l.request,
+	list := &openList{id: o.ID, typ: o.Type, root: root, depth: depth, seq: l.request, group: group,
 		children: make([]string, 0, min(len(o.Refs), offersPerList))}
 	f := &lists[0]
 	for j := 0; left > 0; j++ { // a hub's refs past its lists' first are offered as they are read (moreLocked)

@@ -11,17 +11,50 @@ import (
 // seen to follow yet.
 type openList struct {
 	id, typ  string
-	root     string   // the direct request whose walk read it (see besideLocked)
-	depth    int      // below a direct request
-	seq      int      // request that read it
-	children []string // the ids it offered
-	started  []string // the fields of its lists followed
-	read     int      // the request that last followed one of them
+	root     string     // the direct request whose walk read it (see besideLocked)
+	depth    int        // below a direct request
+	seq      int        // request that read it
+	children []string   // the ids it offered
+	started  []string   // the fields of its lists followed
+	read     int        // the request that last followed one of them
+	group    *readGroup // the objects read with it, when a request read several
 	// obj and more, for an object with a list longer than offersPerList:
 	// where each such list's offers stopped (moreLocked).
 	obj   *graph.Object
 	more  []listCut
 	marks []listMark // how far its lists were passed over (passedOverLocked)
+}
+
+// readGroup is the objects one request read together: a query's results,
+// which applications go through one after another.
+type readGroup struct {
+	started bool // a list of one of them was followed
+}
+
+// maxRenewals and maxRenewed bound how long an offer of a query's result
+// waits for its reader (renewsLocked): 32 horizons, and 8,192 offers
+// waiting past their horizon at once (about a megabyte).
+const (
+	maxRenewals = 32
+	maxRenewed  = 8192
+)
+
+// renewsLocked reports whether of, an offer at its horizon still pending,
+// waits another horizon instead of counting as not followed: when no list
+// of its object has been followed yet and a list of another object read in
+// the same request has. An application goes through a query's results one
+// after another, each as deep as it reads it: W1 reads a query's ten task
+// trees one by one, 781 objects each, and the tenth tree's list comes to
+// be read 7,000 requests after the query. Counted as not followed at the
+// horizon, those lists made the trees' first level look unread (nine lists
+// not followed to each one followed), and the reads of each later tree
+// direct requests, not follows, whose jobs fetched each of its five
+// subtrees in its own round trip: 41 origin round trips a query at 0 ms
+// instead of about one a tree.
+func (l *Learned) renewsLocked(of *offer) bool {
+	o := of.list
+	return o.group != nil && o.group.started && len(o.started) == 0 &&
+		of.renewals < maxRenewals && l.renewed < maxRenewed
 }
 
 // listCut is where the offers of a long list stopped.

@@ -1,0 +1,83 @@
+package prefetch
+
+import (
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
+)
+
+// task is a Task whose subtasks are id.0 to id.(n-1).
+func task(id string, n int) *graph.Object {
+	o := &graph.Object{ID: id, Type: "Task"}
+	for i := range n {
+		o.Refs = append(o.Refs, graph.Ref{Field: "subtasks", ID: fmt.Sprint(id, ".", i)})
+	}
+	return o
+}
+
+// readTask reads t's subtasks one by one, in list order.
+func readTask(l *Learned, t *graph.Object) {
+	for _, r := range t.Refs {
+		l.Read([]*graph.Object{{ID: r.ID, Type: "Task"}}, false, 0)
+	}
+}
+
+// readOthers makes n direct requests of objects without refs.
+func readOthers(l *Learned, n int) {
+	for i := range n {
+		l.Read([]*graph.Object{{ID: fmt.Sprint("other-", i), Type: "Other"}}, false, 0)
+	}
+}
+
+// A query's results are gone through one after another, each for longer
+// than the horizon: the later results' lists wait for their reader, and
+// their first reads are follows, not direct requests. Counted as not
+// followed at the horizon, they made the field look unread and each later
+// result's reads start walks of their own (W1's task trees).
+func TestLearnedQueryResultsWaitForTheirReader(t *testing.T) {
+	const horizon = 8
+	l := NewLearned(LearnedConfig{Horizon: horizon})
+	results := []*graph.Object{task("r0", 3), task("r1", 3), task("r2", 3)}
+	l.Read(results, false, 0) // the query
+	for i, r := range results {
+		readTask(l, r)
+		assert.Equal(t, 1, l.Depth(r.Refs[len(r.Refs)-1].ID), "result %d's subtasks are read below the query", i)
+		readOthers(l, 3*horizon) // each result's own walk, longer than the horizon
+		want := edgeKey{0, "Task", "subtasks"}
+		s := l.stats[want]
+		require.NotNil(t, s, "result %d", i)
+		assert.Equal(t, float64(3*(i+1)), s.allFollowed, "result %d: its subtasks are follows", i)
+		assert.Equal(t, s.allFollowed, s.allOffered, "result %d: no list of the query's counted as not followed", i)
+	}
+}
+
+// An object read alone has no query to wait for: its list not read within
+// the horizon counts as not followed, as before. And a query's other
+// results wait only as long as maxRenewals horizons.
+func TestLearnedListsNotReadWithinTheHorizonCount(t *testing.T) {
+	const horizon = 4
+	t.Run("read alone", func(t *testing.T) {
+		l := NewLearned(LearnedConfig{Horizon: horizon})
+		l.Read([]*graph.Object{task("r0", 3)}, false, 0)
+		readOthers(l, 2*horizon)
+		s := l.stats[edgeKey{0, "Task", "subtasks"}]
+		require.NotNil(t, s)
+		assert.Equal(t, [2]float64{0, 3}, [2]float64{s.allFollowed, s.allOffered})
+	})
+	t.Run("a query's result never read", func(t *testing.T) {
+		l := NewLearned(LearnedConfig{Horizon: horizon})
+		l.Read([]*graph.Object{task("r0", 3), task("r1", 3)}, false, 0)
+		readTask(l, task("r0", 3))
+		readOthers(l, horizon*(maxRenewals+1)) // not yet: each horizon is horizon+1 requests
+		s := l.stats[edgeKey{0, "Task", "subtasks"}]
+		require.NotNil(t, s)
+		assert.Equal(t, [2]float64{3, 3}, [2]float64{s.allFollowed, s.allOffered}, "r1's list still waits")
+		readOthers(l, 8*(horizon+1))
+		assert.Equal(t, [2]float64{3, 6}, [2]float64{s.allFollowed, s.allOffered}, "r1's list counted as not followed")
+		assert.Zero(t, l.renewed, "no renewed offer left in the ring")
+	})
+}
