@@ -302,32 +302,13 @@ func (l *Learned) Read(objs []*graph.Object, waited bool, rtt time.Duration) (pa
 // expireLocked decides the offers older than the horizon as not followed.
 func (l *Learned) expireLocked() {
 	for l.head < len(l.ring) && l.request-l.ring[l.head].seq > l.cfg.Horizon {
-		e := l.ring[l.head]
-		l.ring[l.head] = offerEntry{}
-		l.head++
-		if e.renewed {
-			l.renewed--
-		}
-		c := e.child
-		match := func(of *offer) bool { return of.seq == e.seq && same(of.parent, e.parent) }
-		if i := indexOffer(c.pending, match); i >= 0 && l.renewsLocked(&c.pending[i]) {
-			of := &c.pending[i]
-			of.seq = l.request
-			of.renewals++
-			l.renewed++
-			l.ring = append(l.ring, offerEntry{child: c, seq: of.seq, parent: of.parent, renewed: true})
-		} else if of, ok := dropOffer(&c.pending, match); ok {
-			l.decideLocked(of, false)
-		} else {
-			dropOffer(&c.passed, match) // decided when passed by
-		}
-		l.tidyLocked(c)
+		l.popOfferLocked(true)
 	}
 	if l.head > len(l.ring)/2 && l.head > 1024 { // compact
 		l.ring = append(l.ring[:0], l.ring[l.head:]...)
 		l.head = 0
 	}
-	for len(l.reads) > 0 && l.request-l.reads[0].seq > l.cfg.Horizon {
+	for len(l.reads) > 0 && (l.request-l.reads[0].seq > l.cfg.Horizon || len(l.reads) > maxLiveOffers) {
 		// Forgotten unless read again since: a friend read in one friends
 		// of friends session and again in the next is remembered at the
 		// next one's depth until the horizon has passed that read too.
@@ -336,7 +317,11 @@ func (l *Learned) expireLocked() {
 		}
 		l.reads = l.reads[1:]
 	}
-	l.open.expire(l.request - l.cfg.Horizon - 1)
+	cut := l.request - l.cfg.Horizon - 1
+	if l.head < len(l.ring) {
+		cut = max(cut, l.ring[l.head].seq-1) // lists whose offers maxLiveOffers pushed out
+	}
+	l.open.expire(cut)
 	if l.request%l.cfg.Horizon == 0 { // once per horizon, not on every request
 		for k, run := range l.lists {
 			if l.request-run.request > l.cfg.Horizon {
@@ -344,6 +329,45 @@ func (l *Learned) expireLocked() {
 			}
 		}
 	}
+}
+
+// maxLiveOffers bounds the offers remembered, and the reads whose depth
+// is: an offer is forgotten, and counts as not followed, when the horizon
+// passes it or maxLiveOffers newer ones were made, whichever comes first.
+// What the learner holds is then bounded by what it is offered, not by
+// how many requests the horizon spans: each request may read --max-ids
+// objects, each with up to maxLists lists of offersPerList refs offered
+// (8,192): 300 requests of 20 objects with 8 lists of 300 refs held
+// 12 million offers, 3.2 GB; at most maxLiveOffers, 27 MB
+// (BenchmarkLearnedLongListsMemory). W5 at full size, the most the
+// benchmarks offer, holds about 35,000 at most.
+const maxLiveOffers = 1 << 16
+
+// popOfferLocked forgets the oldest offer of the ring: a pending one counts
+// as not followed, unless, at its horizon (not when pushed out by newer
+// ones), it waits another (renewsLocked); a passed one was decided when
+// passed by.
+func (l *Learned) popOfferLocked(horizon bool) {
+	e := l.ring[l.head]
+	l.ring[l.head] = offerEntry{}
+	l.head++
+	if e.renewed {
+		l.renewed--
+	}
+	c := e.child
+	match := func(of *offer) bool { return of.seq == e.seq && same(of.parent, e.parent) }
+	if i := indexOffer(c.pending, match); i >= 0 && horizon && l.renewsLocked(&c.pending[i]) {
+		of := &c.pending[i]
+		of.seq = l.request
+		of.renewals++
+		l.renewed++
+		l.ring = append(l.ring, offerEntry{child: c, seq: of.seq, parent: of.parent, renewed: true})
+	} else if of, ok := dropOffer(&c.pending, match); ok {
+		l.decideLocked(of, false)
+	} else {
+		dropOffer(&c.passed, match)
+	}
+	l.tidyLocked(c)
 }
 
 // decideLocked counts an offer as followed or not, and reports whether a

@@ -3,6 +3,7 @@ package prefetch
 import (
 	"context"
 	"fmt"
+	"runtime"
 	"testing"
 	"time"
 
@@ -207,5 +208,41 @@ func BenchmarkLearnedReadFriendsOfFriends(b *testing.B) {
 		at = at.Add(100 * time.Microsecond)
 		l.ReadAt(at, order[i%len(order):i%len(order)+1], false, time.Millisecond)
 		i++
+	}
+}
+
+// BenchmarkLearnedLongListsMemory is what the learned planner holds after
+// reads of many objects with long lists: 300 requests, within one
+// horizon, of 20 objects each with 8 lists of 300 refs (48,000 refs a
+// request). retained-MB is the heap left after them, the objects' refs
+// the planner keeps alive included; offers is how many it remembers.
+func BenchmarkLearnedLongListsMemory(b *testing.B) {
+	reads := make([][]*graph.Object, 300)
+	for r := range reads {
+		for k := range 20 {
+			o := &graph.Object{ID: fmt.Sprintf("o-%d-%d", r, k), Type: "T"}
+			for f := range 8 {
+				for i := range 300 {
+					o.Refs = append(o.Refs, graph.Ref{Field: fmt.Sprint("f", f), ID: fmt.Sprintf("c-%d-%d-%d-%d", r, k, f, i)})
+				}
+			}
+			reads[r] = append(reads[r], o)
+		}
+	}
+	heap := func() uint64 {
+		var ms runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&ms)
+		return ms.HeapAlloc
+	}
+	for b.Loop() {
+		base := heap()
+		l := NewLearned(LearnedConfig{})
+		for _, objs := range reads {
+			l.Read(objs, false, 0)
+		}
+		b.ReportMetric(float64(heap()-base)/(1<<20), "retained-MB")
+		b.ReportMetric(float64(len(l.ring)-l.head), "offers")
+		runtime.KeepAlive(l)
 	}
 }

@@ -81,3 +81,25 @@ func TestLearnedListsNotReadWithinTheHorizonCount(t *testing.T) {
 		assert.Zero(t, l.renewed, "no renewed offer left in the ring")
 	})
 }
+
+// What the learner remembers is bounded by the offers it was made, not by
+// the requests its horizon spans: reads of objects with long lists, more
+// than maxLiveOffers refs within the horizon, leave at most maxLiveOffers
+// offers, and those pushed out count as not followed, as at the horizon.
+func TestLearnedOffersAreBoundedByCount(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	const reads, refs = 400, offersPerList // 102,400 offers, within one horizon
+	for i := range reads {
+		l.Read([]*graph.Object{task(fmt.Sprint("t", i), refs)}, false, 0)
+		require.LessOrEqual(t, len(l.ring)-l.head, maxLiveOffers, "read %d", i)
+	}
+	require.Less(t, reads, l.cfg.Horizon, "all within the horizon")
+	assert.LessOrEqual(t, len(l.offers), maxLiveOffers)
+	s := l.stats[edgeKey{0, "Task", "subtasks"}]
+	require.NotNil(t, s)
+	assert.Equal(t, float64(reads*refs-maxLiveOffers), s.allOffered, "every offer pushed out decided")
+	assert.Zero(t, s.allFollowed)
+	for d, q := range l.open.byDepth {
+		assert.LessOrEqual(t, len(q), maxLiveOffers/refs+1, "open lists at depth %d: those with offers left", d)
+	}
+}

@@ -53,6 +53,9 @@ func (l *Learned) offerLocked(o *graph.Object, depth int, root string, group *re
 // offers make room (see farthestLocked): none for a list just read, those
 // up to its furthest follow for the next refs of a list being read.
 func (l *Learned) offerRefLocked(list *openList, r *graph.Ref, pos, n int, back bool, from int) {
+	if len(l.ring)-l.head >= maxLiveOffers {
+		l.popOfferLocked(false) // before c is looked up: it may be the one popped
+	}
 	c := l.offers[r.ID]
 	if c == nil {
 		c = &childOffers{id: r.ID}
