@@ -322,11 +322,24 @@ func (l *Learned) expireLocked() {
 		cut = max(cut, l.ring[l.head].seq-1) // lists whose offers maxLiveOffers pushed out
 	}
 	l.open.expire(cut)
-	if l.request%l.cfg.Horizon == 0 { // once per horizon, not on every request
+	if l.request%l.cfg.Horizon == 0 || len(l.lists) > maxLiveOffers { // once per horizon, not on every request
+		l.forgetListsLocked()
+	}
+}
+
+// forgetListsLocked forgets the lists not followed within the horizon,
+// and, while more than maxLiveOffers/2 are left, those not followed within
+// half as many requests again: a request may follow --max-ids lists, and
+// 512 requests of those kept half a million.
+func (l *Learned) forgetListsLocked() {
+	for idle := l.cfg.Horizon; ; idle /= 2 {
 		for k, run := range l.lists {
-			if l.request-run.request > l.cfg.Horizon {
+			if l.request-run.request > idle {
 				delete(l.lists, k)
 			}
+		}
+		if len(l.lists) <= maxLiveOffers/2 || idle == 0 {
+			return
 		}
 	}
 }

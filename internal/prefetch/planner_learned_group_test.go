@@ -103,3 +103,27 @@ func TestLearnedOffersAreBoundedByCount(t *testing.T) {
 		assert.LessOrEqual(t, len(q), maxLiveOffers/refs+1, "open lists at depth %d: those with offers left", d)
 	}
 }
+
+// The lists being read are bounded like the offers: requests that each
+// follow hundreds of lists, more than maxLiveOffers within the horizon,
+// leave at most maxLiveOffers remembered, the least recently followed
+// forgotten first.
+func TestLearnedListRunsAreBoundedByCount(t *testing.T) {
+	l := NewLearned(LearnedConfig{})
+	const batches, width = 200, 500 // 100,000 lists followed within 400 requests
+	for b := range batches {
+		parents := make([]*graph.Object, width)
+		children := make([]*graph.Object, width)
+		for i := range parents {
+			parents[i] = task(fmt.Sprint("p", b, "-", i), 1)
+			children[i] = &graph.Object{ID: parents[i].Refs[0].ID, Type: "Task"}
+		}
+		l.Read(parents, false, 0)
+		l.Read(children, false, 0) // each follows its parent's list
+		require.LessOrEqual(t, len(l.lists), maxLiveOffers+width, "batch %d", b)
+	}
+	require.Less(t, 2*batches, l.cfg.Horizon, "all within the horizon")
+	last := task(fmt.Sprint("p", batches-1, "-", width-1), 1)
+	assert.NotNil(t, l.lists[listKey{last.ID, "subtasks"}], "the list followed last is remembered")
+	assert.Greater(t, len(l.lists), width, "more than the last request's lists are remembered")
+}
