@@ -74,6 +74,7 @@ type Learned struct {
 	offers   map[string]*childOffers  // child id → the lists offering it; guarded by mu
 	ring     []offerEntry             // offers in request order, for the horizon; guarded by mu
 	renewed  int                      // ring entries of renewed offers (renewsLocked); guarded by mu
+	directs  int                      // objects read as direct requests, not follows; guarded by mu
 	head     int                      // first live ring entry; guarded by mu
 	request  int                      // requests observed; guarded by mu
 	lists    map[listKey]*listRun     // lists being read: parent and field; guarded by mu
@@ -279,6 +280,9 @@ func (l *Learned) ReadAt(at time.Time, objs []*graph.Object, waited bool, rtt ti
 		if d == 0 && !started {
 			l.startWalkLocked()
 			started = true
+		}
+		if d == 0 {
+			l.directs++
 		}
 		l.walkRead(o.ID, from)
 		l.walkedLocked(root)

@@ -44,11 +44,17 @@ func TestLearnedQueryResultsWaitForTheirReader(t *testing.T) {
 	results := []*graph.Object{task("r0", 3), task("r1", 3), task("r2", 3)}
 	l.Read(results, false, 0) // the query
 	for i, r := range results {
-		readTask(l, r)
-		assert.Equal(t, 1, l.Depth(r.Refs[len(r.Refs)-1].ID), "result %d's subtasks are read below the query", i)
-		readOthers(l, 3*horizon) // each result's own walk, longer than the horizon
-		want := edgeKey{0, "Task", "subtasks"}
-		s := l.stats[want]
+		var id string
+		for _, ref := range r.Refs {
+			id = ref.ID
+			l.Read([]*graph.Object{task(id, 1)}, false, 0)
+		}
+		assert.Equal(t, 1, l.Depth(id), "result %d's subtasks are read below the query", i)
+		for range 3 * horizon { // and on below its last subtask, longer than the horizon
+			id += ".0"
+			l.Read([]*graph.Object{task(id, 1)}, false, 0)
+		}
+		s := l.stats[edgeKey{0, "Task", "subtasks"}]
 		require.NotNil(t, s, "result %d", i)
 		assert.Equal(t, float64(3*(i+1)), s.allFollowed, "result %d: its subtasks are follows", i)
 		assert.Equal(t, s.allFollowed, s.allOffered, "result %d: no list of the query's counted as not followed", i)
@@ -56,8 +62,9 @@ func TestLearnedQueryResultsWaitForTheirReader(t *testing.T) {
 }
 
 // An object read alone has no query to wait for: its list not read within
-// the horizon counts as not followed, as before. And a query's other
-// results wait only as long as maxRenewals horizons.
+// the horizon counts as not followed, as before. A query's other results
+// wait only while the reader goes on reading (not for one that read a
+// result and went elsewhere), and only as long as maxRenewals horizons.
 func TestLearnedListsNotReadWithinTheHorizonCount(t *testing.T) {
 	const horizon = 4
 	t.Run("read alone", func(t *testing.T) {
@@ -68,16 +75,32 @@ func TestLearnedListsNotReadWithinTheHorizonCount(t *testing.T) {
 		require.NotNil(t, s)
 		assert.Equal(t, [2]float64{0, 3}, [2]float64{s.allFollowed, s.allOffered})
 	})
-	t.Run("a query's result never read", func(t *testing.T) {
+	t.Run("the reader went elsewhere", func(t *testing.T) {
 		l := NewLearned(LearnedConfig{Horizon: horizon})
 		l.Read([]*graph.Object{task("r0", 3), task("r1", 3)}, false, 0)
 		readTask(l, task("r0", 3))
-		readOthers(l, horizon*(maxRenewals+1)) // not yet: each horizon is horizon+1 requests
+		readOthers(l, activeWalk+3*(horizon+1)) // direct requests: walks of their own
 		s := l.stats[edgeKey{0, "Task", "subtasks"}]
 		require.NotNil(t, s)
-		assert.Equal(t, [2]float64{3, 3}, [2]float64{s.allFollowed, s.allOffered}, "r1's list still waits")
-		readOthers(l, 8*(horizon+1))
 		assert.Equal(t, [2]float64{3, 6}, [2]float64{s.allFollowed, s.allOffered}, "r1's list counted as not followed")
+		assert.Less(t, l.request, maxRenewals*(horizon+1), "before the renewals ran out")
+	})
+	t.Run("a query's result never read", func(t *testing.T) {
+		l := NewLearned(LearnedConfig{Horizon: horizon})
+		l.Read([]*graph.Object{task("r0", 1), task("r1", 3)}, false, 0)
+		id := "r0"
+		readChain := func(n int) { // r0's walk goes on down a chain, each read a follow
+			for range n {
+				id += ".0"
+				l.Read([]*graph.Object{task(id, 1)}, false, 0)
+			}
+		}
+		readChain(20 * (horizon + 1)) // 20 horizons
+		s := l.stats[edgeKey{0, "Task", "subtasks"}]
+		require.NotNil(t, s)
+		assert.Equal(t, [2]float64{1, 1}, [2]float64{s.allFollowed, s.allOffered}, "r1's list still waits")
+		readChain(20 * (horizon + 1)) // past maxRenewals horizons
+		assert.Equal(t, [2]float64{1, 4}, [2]float64{s.allFollowed, s.allOffered}, "r1's list counted as not followed")
 		assert.Zero(t, l.renewed, "no renewed offer left in the ring")
 	})
 }

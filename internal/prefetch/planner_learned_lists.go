@@ -254,8 +254,8 @@ func (l *Learned) followLocked(of offer, out []string) []string {
 func (l *Learned) closeLocked(of offer) {
 	if !slices.Contains(of.list.started, of.key.field) {
 		of.list.started = append(of.list.started, of.key.field)
-		if of.list.group != nil {
-			of.list.group.started = true
+		if g := of.list.group; g != nil {
+			g.started, g.request, g.directs = true, l.request, l.directs
 		}
 	}
 	keep := func(o *openList) bool { return o.id == of.parent || l.besideLocked(o, of.list.root) }

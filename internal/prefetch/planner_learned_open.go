@@ -29,6 +29,9 @@ type openList struct {
 // which applications go through one after another.
 type readGroup struct {
 	started bool // a list of one of them was followed
+	// request and directs: Learned.request and Learned.directs when the
+	// last of those was started.
+	request, directs int
 }
 
 // maxRenewals and maxRenewed bound how long an offer of a query's result
@@ -41,8 +44,15 @@ const (
 
 // renewsLocked reports whether of, an offer at its horizon still pending,
 // waits another horizon instead of counting as not followed: when no list
-// of its object has been followed yet and a list of another object read in
-// the same request has. An application goes through a query's results one
+// of its object has been followed yet, a list of another object read in
+// the same request has, and since the last of those was started at most
+// one request in four read an object directly, not by following a ref: the
+// application is going through the query's results, each read by
+// following refs (W1's trees: one in ten or fewer, the learner's first
+// follows at a depth taken for direct requests). One that read a result or
+// two and went elsewhere (a search page, one result opened, then other
+// searches) leaves the others' lists to count as not followed at the
+// horizon, as before. An application goes through a query's results one
 // after another, each as deep as it reads it: W1 reads a query's ten task
 // trees one by one, 781 objects each, and the tenth tree's list comes to
 // be read 7,000 requests after the query. Counted as not followed at the
@@ -53,8 +63,11 @@ const (
 // instead of about one a tree.
 func (l *Learned) renewsLocked(of *offer) bool {
 	o := of.list
-	return o.group != nil && o.group.started && len(o.started) == 0 &&
-		of.renewals < maxRenewals && l.renewed < maxRenewed
+	if o.group == nil || !o.group.started || len(o.started) > 0 || of.renewals >= maxRenewals || l.renewed >= maxRenewed {
+		return false
+	}
+	g := o.group
+	return 4*(l.directs-g.directs) <= l.request-g.request
 }
 
 // listCut is where the offers of a long list stopped.
