@@ -153,10 +153,11 @@ type offer struct {
 	parent string
 	list   *openList // the parent's offers
 	idx    int       // of this one among them
-	seq    int       // request at which it was offered, or last renewed
-	// renewals: how many horizons it has waited past the first
-	// (renewsLocked).
-	renewals int
+	seq    int       // request at which it was offered (its list's read: closeLocked)
+	// due is the request of its entry in the ring: seq, or when it was
+	// last renewed; renewals, how many horizons it has waited past the
+	// first (renewsLocked).
+	due, renewals int
 }
 
 // ringEntry is a read in request order.

@@ -150,3 +150,28 @@ func TestLearnedListRunsAreBoundedByCount(t *testing.T) {
 	assert.NotNil(t, l.lists[listKey{last.ID, "subtasks"}], "the list followed last is remembered")
 	assert.Greater(t, len(l.lists), width, "more than the last request's lists are remembered")
 }
+
+// A query's result followed after its offers were renewed closes, as any
+// first follow does, the lists read before the query at its depth, not
+// those read since: a renewal moves the offer in the ring, not the read
+// of its list.
+func TestLearnedRenewedOfferKeepsItsListsRead(t *testing.T) {
+	const horizon = 64
+	l := NewLearned(LearnedConfig{Horizon: horizon})
+	l.Read([]*graph.Object{task("r0", 1), task("r1", 1)}, false, 0) // the query
+	id := "r0"
+	readChain := func(n int) { // r0's reader goes on down a chain, each read a follow
+		for range n {
+			id += ".0"
+			l.Read([]*graph.Object{task(id, 1)}, false, 0)
+		}
+	}
+	readChain(18)
+	l.Read([]*graph.Object{task("x", 1)}, false, 0) // read directly at request 20, after the query
+	readChain(48)                                   // to request 68: r1's offer renewed at 66
+	require.NotEmpty(t, l.pendingOf("r1.0"), "r1's list waits for its reader")
+	require.NotEmpty(t, l.pendingOf("x.0"), "x's list is open")
+	l.Read([]*graph.Object{task("r1.0", 0)}, false, 0)
+	assert.Equal(t, 1, l.Depth("r1.0"), "a follow of r1's list")
+	assert.NotEmpty(t, l.pendingOf("x.0"), "x's list, read after the query, is not passed by")
+}

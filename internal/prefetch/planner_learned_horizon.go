@@ -110,13 +110,13 @@ func (l *Learned) popOfferLocked(horizon bool) {
 		l.renewed--
 	}
 	c := e.child
-	match := func(of *offer) bool { return of.seq == e.seq && same(of.parent, e.parent) }
+	match := func(of *offer) bool { return of.due == e.seq && same(of.parent, e.parent) }
 	if i := indexOffer(c.pending, match); i >= 0 && horizon && l.renewsLocked(&c.pending[i]) {
 		of := &c.pending[i]
-		of.seq = l.request
+		of.due = l.request
 		of.renewals++
 		l.renewed++
-		l.ring = append(l.ring, offerEntry{child: c, seq: of.seq, parent: of.parent, renewed: true})
+		l.ring = append(l.ring, offerEntry{child: c, seq: of.due, parent: of.parent, renewed: true})
 	} else if of, ok := dropOffer(&c.pending, match); ok {
 		l.decideLocked(of, false)
 	} else {

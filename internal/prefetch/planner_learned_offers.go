@@ -76,7 +76,7 @@ func (l *Learned) offerRefLocked(list *openList, r *graph.Ref, pos, n int, back 
 	}
 	k := edgeKey{min(list.depth, maxContextDepth), list.typ, r.Field}
 	c.pending = append(offers, offer{key: k, pos: pos, last: pos == n-1, back: back,
-		parent: list.id, list: list, idx: len(list.children), seq: l.request})
+		parent: list.id, list: list, idx: len(list.children), seq: l.request, due: l.request})
 	l.ring = append(l.ring, offerEntry{child: c, seq: l.request, parent: list.id})
 	list.children = append(list.children, r.ID)
 }
