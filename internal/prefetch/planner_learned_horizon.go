@@ -41,7 +41,9 @@ func (l *Learned) tidyLocked(c *childOffers) {
 	}
 }
 
-// expireLocked decides the offers older than the horizon as not followed.
+// expireLocked forgets what the horizon has passed: offers (not followed,
+// unless renewed: popOfferLocked), the depth of reads, open lists, and the
+// lists read from, and keeps each within maxLiveOffers.
 func (l *Learned) expireLocked() {
 	for l.head < len(l.ring) && l.request-l.ring[l.head].seq > l.cfg.Horizon {
 		l.popOfferLocked(true)

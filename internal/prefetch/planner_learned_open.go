@@ -46,21 +46,22 @@ const (
 // waits another horizon instead of counting as not followed: when no list
 // of its object has been followed yet, a list of another object read in
 // the same request has, and since the last of those was started at most
-// one request in four read an object directly, not by following a ref: the
-// application is going through the query's results, each read by
-// following refs (W1's trees: one in ten or fewer, the learner's first
-// follows at a depth taken for direct requests). One that read a result or
-// two and went elsewhere (a search page, one result opened, then other
-// searches) leaves the others' lists to count as not followed at the
-// horizon, as before. An application goes through a query's results one
-// after another, each as deep as it reads it: W1 reads a query's ten task
-// trees one by one, 781 objects each, and the tenth tree's list comes to
-// be read 7,000 requests after the query. Counted as not followed at the
-// horizon, those lists made the trees' first level look unread (nine lists
-// not followed to each one followed), and the reads of each later tree
-// direct requests, not follows, whose jobs fetched each of its five
-// subtrees in its own round trip: 41 origin round trips a query at 0 ms
-// instead of about one a tree.
+// one request in four read an object directly, not by following a ref.
+//
+// An application goes through a query's results one after another, each
+// as deep as it reads it: W1 reads a query's ten task trees one by one,
+// 781 objects each, and the tenth tree's list comes to be read 7,000
+// requests after the query. Counted as not followed at the horizon, those
+// lists made the trees' first level look unread (nine lists not followed
+// to each one followed), and each later tree's reads direct requests, not
+// follows, whose jobs fetched each of its five subtrees in its own round
+// trip: 41 origin round trips a query at 0 ms instead of about one a tree.
+// Such a reader reads by following refs: in W1's trees 141 reads of 780
+// count as direct (the last leaves of each, whose lists' offers a reader
+// going level by level reaches past the horizon). One that read a result
+// or two and went elsewhere (a search page, one result opened, then other
+// searches) reads directly, and leaves the others' lists to count as not
+// followed at the horizon, as before.
 func (l *Learned) renewsLocked(of *offer) bool {
 	o := of.list
 	if o.group == nil || !o.group.started || len(o.started) > 0 || of.renewals >= maxRenewals || l.renewed >= maxRenewed {
