@@ -51,6 +51,16 @@ type Config struct {
 	// at most its budget of objects the cache may have let go of, and all of
 	// them together at most QueueBytes. Default 64 MiB.
 	QueueBytes int64
+	// InvalidationBytes bounds the invalidations and flushes queued for all
+	// subscribers together, not yet taken, each counted as eventBytes plus
+	// its id and reason: one that would pass it disconnects the subscriber
+	// with the most of them queued, as one whose queue is full. An
+	// invalidation cannot be dropped, and QueueEvents bounds one
+	// subscriber's queue only: subscribers that never read would otherwise
+	// keep QueueEvents invalidations each, MaxSubscribers times over (a
+	// one-byte id held by 1024 of them and invalidated 65,535 times, which
+	// 66 Invalidate calls of 1000 ids do: 4.4 GiB). Default 64 MiB.
+	InvalidationBytes int64
 	// MaxAge is the sidecar's TTL, 0 = none: the TTL after each origin
 	// fetch, the subscribers holding the fetched id are told to drop it,
 	// and subscribers are told to keep no copy longer than it.
@@ -76,6 +86,9 @@ func (c *Config) setDefaults() {
 	if c.QueueBytes == 0 {
 		c.QueueBytes = 64 << 20
 	}
+	if c.InvalidationBytes == 0 {
+		c.InvalidationBytes = 64 << 20
+	}
 	if c.MaxSubscribers == 0 {
 		c.MaxSubscribers = 1024
 	}
@@ -98,8 +111,9 @@ func (c Config) validate() error {
 	if c.Heartbeat <= 0 {
 		errs = append(errs, fmt.Errorf("near heartbeat %v: must be positive", c.Heartbeat))
 	}
-	if c.QueueBytes < 0 || c.HeldBytes < 0 {
-		errs = append(errs, fmt.Errorf("near queue bytes %d and held bytes %d: must not be negative", c.QueueBytes, c.HeldBytes))
+	if c.QueueBytes < 0 || c.HeldBytes < 0 || c.InvalidationBytes < 0 {
+		errs = append(errs, fmt.Errorf("near queue bytes %d, held bytes %d and invalidation bytes %d: must not be negative",
+			c.QueueBytes, c.HeldBytes, c.InvalidationBytes))
 	}
 	if c.MaxAge < 0 {
 		errs = append(errs, fmt.Errorf("near max age %v: must not be negative", c.MaxAge))
@@ -118,9 +132,12 @@ type Hub struct {
 	floors *floors
 	exp    expiries
 	queued int64 // bytes of the pushes in every subscriber's queue
-	held   int64 // bytes of the ids every subscriber is tracked for (HeldBytes)
-	closed bool
-	next   atomic.Uint64
+	// pending is the bytes of the other events in every subscriber's
+	// queue, as Event.bytes counts them (InvalidationBytes).
+	pending int64
+	held    int64 // bytes of the ids every subscriber is tracked for (HeldBytes)
+	closed  bool
+	next    atomic.Uint64
 	// pushing counts the registered subscribers with a budget: without
 	// one, a prediction is dropped before the lock.
 	pushing atomic.Int32
@@ -175,6 +192,7 @@ func (h *Hub) Unsubscribe(s *Subscriber) {
 	}
 	delete(h.subs, s.ID)
 	h.unqueueLocked(s)
+	s.queue = nil
 	h.unholdAllLocked(s)
 	h.mu.Unlock()
 	if ok {
@@ -200,6 +218,10 @@ func (h *Hub) Track(subscriber string, ids []string) {
 		h.holdLocked(s, id)
 	}
 }
+
+// queueRoom is the room for events a subscriber's queue may keep however
+// little it holds (see Take).
+const queueRoom = 512
 
 // heldOverhead approximates what tracking an id costs beyond its bytes: a
 // map entry, its string header and hash.
@@ -280,35 +302,87 @@ func (h *Hub) flushLocked(s *Subscriber, reason string) {
 		return
 	}
 	h.unqueueLocked(s)
-	s.queue = append(s.queue[:0], Event{Kind: KindFlush, Reason: reason})
+	e := Event{Kind: KindFlush, Reason: reason}
+	clear(s.queue) // the objects of pushes superseded go with them
+	if cap(s.queue) > queueRoom {
+		s.queue = nil // nor does a long queue keep its room (see Take)
+	}
+	s.queue = append(s.queue[:0], e)
+	s.pending, h.pending = e.bytes(), h.pending+e.bytes()
 	h.unholdAllLocked(s)
 	s.signal()
 }
 
-// unqueueLocked forgets the pushes queued for s, which its queue is about
+// unqueueLocked forgets the events queued for s, which its queue is about
 // to drop.
 func (h *Hub) unqueueLocked(s *Subscriber) {
 	h.queued -= s.queued
 	s.queued = 0
+	h.pending -= s.pending
+	s.pending = 0
 	h.m.queued.Set(float64(h.queued))
 }
 
+// eventBytes is what an event takes in a queue besides its strings (a
+// push's object is counted by its Size instead).
+const eventBytes = 64
+
+// bytes is what e counts against InvalidationBytes: for an event other
+// than a push, itself and its strings (shared, but each event keeps them).
+func (e Event) bytes() int64 { return eventBytes + int64(len(e.ID)+len(e.Reason)) }
+
 // enqueueLocked queues e for s, or disconnects s when its queue is full.
+// An event other than a push that would make the hub's queues pass
+// InvalidationBytes first disconnects the subscribers furthest behind
+// until it fits (s, when it is one of them).
 func (h *Hub) enqueueLocked(s *Subscriber, e Event) {
 	if s.closed {
 		return
 	}
 	if len(s.queue) >= h.cfg.QueueEvents {
-		s.closed = true
-		s.reason = fmt.Sprintf("subscriber fell behind: %d events queued", len(s.queue))
-		h.unqueueLocked(s)
-		s.queue = nil
-		close(s.gone)
-		h.m.disconnects.WithLabelValues(s.label, "behind").Inc()
+		h.disconnectLocked(s, fmt.Sprintf("subscriber fell behind: %d events queued", len(s.queue)))
 		return
+	}
+	if e.Kind != KindPush {
+		n := e.bytes()
+		for h.pending+n > h.cfg.InvalidationBytes {
+			v := h.furthestBehindLocked()
+			if v == nil {
+				break // nothing queued: e alone is larger than the limit
+			}
+			h.disconnectLocked(v, fmt.Sprintf("subscriber fell behind: %d bytes of invalidations queued, the most of any subscriber, when all of them held the limit of %d",
+				v.pending, h.cfg.InvalidationBytes))
+			if v == s {
+				return
+			}
+		}
+		s.pending += n
+		h.pending += n
 	}
 	s.queue = append(s.queue, e)
 	s.signal()
+}
+
+// disconnectLocked ends s, which fell behind, for reason.
+func (h *Hub) disconnectLocked(s *Subscriber, reason string) {
+	s.closed = true
+	s.reason = reason
+	h.unqueueLocked(s)
+	s.queue = nil
+	close(s.gone)
+	h.m.disconnects.WithLabelValues(s.label, "behind").Inc()
+}
+
+// furthestBehindLocked is the open subscriber with the most bytes of
+// events other than pushes queued; nil when none has any.
+func (h *Hub) furthestBehindLocked() *Subscriber {
+	var far *Subscriber
+	for _, s := range h.subs {
+		if !s.closed && s.pending > 0 && (far == nil || s.pending > far.pending) {
+			far = s
+		}
+	}
+	return far
 }
 
 // Take removes and returns up to max queued events of s (nil when none).
@@ -328,6 +402,9 @@ func (h *Hub) Take(s *Subscriber, max int) []Event {
 			sz := e.Object.Size()
 			s.queued -= sz
 			h.queued -= sz
+		} else {
+			s.pending -= e.bytes()
+			h.pending -= e.bytes()
 		}
 	}
 	for k, c := range kinds {
@@ -339,6 +416,11 @@ func (h *Hub) Take(s *Subscriber, max int) []Event {
 	rest := copy(s.queue, s.queue[n:])
 	clear(s.queue[rest:])
 	s.queue = s.queue[:rest]
+	if c := cap(s.queue); c > queueRoom && rest <= c/4 {
+		// A queue that was long keeps no room for it once read: else each
+		// subscriber in turn could be made to keep QueueEvents' worth.
+		s.queue = append([]Event(nil), s.queue...)
+	}
 	if rest > 0 {
 		s.signal()
 	}

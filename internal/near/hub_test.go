@@ -216,6 +216,7 @@ func TestConfigIsValidated(t *testing.T) {
 		"expiries":  {MaxExpiries: -1},
 		"heartbeat": {Heartbeat: -1},
 		"max age":   {MaxAge: -1},
+		"inv bytes": {InvalidationBytes: -1},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := New(cfg, prometheus.NewRegistry())

@@ -48,6 +48,7 @@ type Subscriber struct {
 	heldBytes int64 // of held, counted as Hub.holdLocked does
 	queue     []Event
 	queued    int64 // bytes of the pushes in queue
+	pending   int64 // bytes of the other events in queue (Hub.pending)
 	closed    bool
 	reason    string
 	wake      chan struct{} // a token when the queue may have events
