@@ -4,10 +4,10 @@
 // An Origin serves its objects the way origin.proto says (BatchGet, Expand,
 // Watch, Put, Delete and grpc.health) until a test calls Misbehave; then it
 // sends what a buggy or compromised origin might: errors, replies that leave
-// ids out, Expand streams that never end or number their levels wrongly,
-// objects with a million refs, versions older than it announced, Watch
-// revisions that go backwards, SERVING health while every read fails, slow
-// or hung replies, and reset connections:
+// ids out, Expand streams that never end, say nothing or number their
+// levels wrongly, objects with a million refs, versions older than it
+// announced, Watch revisions that go backwards, SERVING health while every
+// read fails, slow or hung replies, and reset connections:
 //
 //	o := origintest.New(objs...)
 //	cc := o.Start(t) // or addr := o.StartTCP(t) for a real sidecar binary
@@ -61,6 +61,11 @@ type Misbehaviour struct {
 	// Level numbers the n-th level an Expand sends (0 for the roots); nil
 	// = n. See LevelAlways, LevelBackwards, LevelSkipping.
 	Level func(n uint32) uint32
+	// Empty is how many messages with neither objects nor missing ids an
+	// Expand sends before each level (of that level's number): a level
+	// with nothing to say may send one; math.MaxInt never gets past the
+	// roots, and says nothing until the caller goes away.
+	Empty int
 	// Generate makes the object of an id that is not stored, for BatchGet
 	// and Expand; nil = such ids are missing. See Endless.
 	Generate func(id string) *graph.Object
@@ -309,6 +314,11 @@ func (o *Origin) Expand(req *lookaheadv1.ExpandRequest, stream grpc.ServerStream
 		level := n
 		if bad.Level != nil {
 			level = bad.Level(n)
+		}
+		for range bad.Empty {
+			if err := stream.Send(&lookaheadv1.ExpandResponse{Level: level}); err != nil {
+				return err
+			}
 		}
 		msg := &lookaheadv1.ExpandResponse{Level: level, Objects: graphpb.ToProtos(t.Resolve(found)), MissingIds: missing}
 		if err := stream.Send(msg); err != nil {
