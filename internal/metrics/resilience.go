@@ -16,12 +16,16 @@ const (
 	// (beyond the requested depth or max objects, or sent again).
 	MalformedBeyondBudget = "beyond_budget"
 	MalformedRevision     = "revision" // a Watch change whose revision is below one already applied
+	// MalformedEmpty: an Expand message with neither objects nor missing
+	// ids, past one for each level the request allows.
+	MalformedEmpty = "empty"
 )
 
 // MalformedProblems lists every problem label value.
 var MalformedProblems = []string{
 	MalformedDuplicate, MalformedUnrequested, MalformedInvalidID, MalformedInvalidRef,
 	MalformedOversized, MalformedConflict, MalformedUnanswered, MalformedRevision, MalformedBeyondBudget,
+	MalformedEmpty,
 }
 
 // newResilience creates and registers the origin client's retry, breaker

@@ -124,12 +124,18 @@ func (c *Client) checkMissing(ids []string, asked map[string]answer) (missing []
 // (origin.proto): one that answers more (objects and missing ids, whatever
 // their fate) is cut, so that what it costs, to decode and to remember,
 // is bounded by the request and not by how long the origin keeps sending.
+// A message that answers nothing is bounded by the levels: a level with
+// nothing to say sends at most one (docs/origin.md), so a stream may send
+// depth+1 of them, and the one past that cuts it. Every other message
+// answers at least one id, so a stream sends at most max_objects + depth + 1
+// messages.
 type expandCheck struct {
 	c       *Client
 	fields  map[string]bool // nil = all
 	depth   int             // refs of objects at this level or below are never followed
 	limit   int             // answers the stream may send; 0 = no cap
 	answers int             // objects and missing ids received so far
+	empty   int             // messages received with neither objects nor missing ids
 	// ids holds every id that may come, roots and refs of accepted objects,
 	// unanswered until it comes, and then what came; an id it does not
 	// hold may not come.
@@ -170,6 +176,14 @@ func (x *expandCheck) follow(o *graph.Object) {
 // used and its missing ids in place.
 func (x *expandCheck) next(m *expandReply) (objs []*graph.Object, missing []string, err error) {
 	c := x.c
+	if len(m.objs)+len(m.missing) == 0 {
+		x.empty++
+		if x.empty-1 > x.depth { // one for each level, 0 to depth
+			c.malformed(metrics.MalformedEmpty)
+			return nil, nil, fmt.Errorf("%w: expand stream sent %d messages with neither objects nor missing ids, more than one for each of the %d levels of its depth %d",
+				ErrMalformedReply, x.empty, x.depth+1, x.depth)
+		}
+	}
 	x.answers += len(m.objs) + len(m.missing)
 	if x.limit > 0 && x.answers > x.limit {
 		c.malformed(metrics.MalformedBeyondBudget)

@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"math"
 	"testing"
 	"time"
 
@@ -50,4 +51,44 @@ func TestExpandFloodIsCutAtMaxObjects(t *testing.T) {
 	n, err := drain(s)
 	require.NoError(t, err)
 	assert.Equal(t, 2, n)
+}
+
+// TestExpandOfEmptyMessagesIsCut: an origin answers a GetGraph's Expand
+// with messages that hold neither objects nor missing ids, without end.
+// None adds to the ids answered, so max_objects never cuts the stream, and
+// each is a valid message of the level the walk is at: the sidecar would
+// receive them until the deadline. A level with nothing to say may send
+// one such message; the one past one per level cuts the stream, INTERNAL,
+// naming the problem, and the sidecar goes on serving well-formed
+// requests. An origin that sends one per level is served.
+func TestExpandOfEmptyMessagesIsCut(t *testing.T) {
+	o := origintest.New(&graph.Object{ID: "r", Version: 1, Refs: []graph.Ref{{Field: "child", ID: "r/0"}}},
+		&graph.Object{ID: "r/0", Version: 1},
+		&graph.Object{ID: "ok", Version: 1, Refs: []graph.Ref{{Field: "child", ID: "ok/0"}}},
+		&graph.Object{ID: "ok/0", Version: 1}, &graph.Object{ID: "x", Version: 1})
+	o.Misbehave(origintest.Misbehaviour{Empty: math.MaxInt})
+	r := newHostileRig(t, o, origin.Config{})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+
+	s, err := r.client.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{"r"}, Depth: u32(1)})
+	require.NoError(t, err)
+	_, err = drain(s)
+	require.Equal(t, codes.Internal, status.Code(err), "cut, not left to the deadline: %v", err)
+	assert.Contains(t, status.Convert(err).Message(),
+		"origin reply malformed: expand stream sent 3 messages with neither objects nor missing ids, more than one for each of the 2 levels of its depth 1")
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.OriginMalformed.WithLabelValues(metrics.MalformedEmpty)))
+
+	require.Equal(t, 1, o.Calls("Expand"))
+	resp, err := r.get("x")
+	require.NoError(t, err, "other requests are served")
+	assert.Equal(t, "x", resp.GetObject().GetId())
+	o.Misbehave(origintest.Misbehaviour{Empty: 1})
+	s, err = r.client.GetGraph(ctx, &lookaheadv1.GetGraphRequest{Roots: []string{"ok"}, Depth: u32(1)})
+	require.NoError(t, err)
+	n, err := drain(s)
+	require.NoError(t, err, "one empty message a level is within the contract")
+	assert.Equal(t, 2, n)
+	assert.Equal(t, 2, o.Calls("Expand"))
+	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.OriginMalformed.WithLabelValues(metrics.MalformedEmpty)))
 }
