@@ -9,6 +9,8 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/lookahead-dev/lookahead/internal/graph"
 )
 
 // TestInvalidationsForSubscribersThatDoNotReadAreBounded: eight
@@ -97,4 +99,61 @@ func TestADrainedQueueGivesItsRoomBack(t *testing.T) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	assert.LessOrEqual(t, cap(s.queue), 512)
+}
+
+// TestTakenEventsCountUntilReleased: events taken from a queue
+// (TakeHeld) and not yet released, a message gRPC has not written to a
+// client that does not read, still count: taken pushes against the
+// subscriber's budget and QueueBytes, taken invalidations against
+// InvalidationBytes, so that the subscriber holding them is the one
+// disconnected when more would pass it. Released, they make room again,
+// also once the subscriber has gone.
+func TestTakenEventsCountUntilReleased(t *testing.T) {
+	size := obj("a", 1).Size()
+	id := strings.Repeat("i", 936) // an invalidation of it counts 1000 bytes
+	h := newHub(t, Config{QueueBytes: 3 * size, InvalidationBytes: 3500})
+	s := h.Subscribe(2*size, "idle")
+	defer h.Unsubscribe(s)
+	reader := h.Subscribe(0, "reader")
+	defer h.Unsubscribe(reader)
+	h.Track(s.ID, []string{id})
+	h.Track(reader.ID, []string{id})
+
+	h.predicted(nil, []*graph.Object{obj("a", 1), obj("b", 1)}, "fetch")
+	evs, release := h.TakeHeld(s, 10)
+	require.Equal(t, []string{"push a v1", "push b v1"}, kinds(evs))
+	assert.Equal(t, float64(2*size), testutil.ToFloat64(h.m.queued), "taken, not released: still counted")
+	h.predicted(nil, []*graph.Object{obj("c", 1)}, "fetch")
+	assert.Equal(t, 1.0, testutil.ToFloat64(h.m.pushDropped.WithLabelValues("idle")), "c: over the budget the taken pushes hold")
+	release()
+	release() // once only
+	assert.Zero(t, testutil.ToFloat64(h.m.queued), "released: room again")
+	h.predicted(nil, []*graph.Object{obj("c", 1)}, "fetch")
+	evs, release = h.TakeHeld(s, 10)
+	assert.Equal(t, []string{"push c v1"}, kinds(evs))
+
+	var releases []func()
+	for v := range uint64(2) {
+		h.Changed(id, v+1, false)
+		taken, release := h.TakeHeld(s, 10) // a message each, neither written
+		require.Len(t, taken, 1)
+		releases = append(releases, release)
+		require.Len(t, h.Take(reader, 10), 1)
+	}
+	h.Changed(id, 3, false) // 2000 bytes taken, 1000 queued, 1000 more for the reader: over 3500
+	select {
+	case <-s.Gone():
+		assert.Contains(t, s.Reason(), "fell behind: 3000 bytes of invalidations queued or not yet written")
+	default:
+		t.Fatal("the subscriber whose taken invalidations are not written was not disconnected")
+	}
+	assert.Equal(t, []string{"invalidation " + id + " v3"}, kinds(h.Take(reader, 10)), "the reader is sent its invalidation")
+	h.Unsubscribe(s)
+	for _, r := range append(releases, release) {
+		r()
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	assert.Zero(t, h.pending, "released after the subscriber went: nothing left counted")
+	assert.Zero(t, h.queued)
 }

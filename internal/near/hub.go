@@ -45,14 +45,16 @@ type Config struct {
 	// end. Default 256 MiB.
 	HeldBytes int64
 	// QueueBytes bounds the bytes of pushed objects queued for all
-	// subscribers together, not yet sent; past it predictions are not
+	// subscribers together, not yet written to their connections (queued,
+	// or taken and not released: TakeHeld); past it predictions are not
 	// pushed (counted as dropped). Each subscriber's queued pushes also
 	// stay within its own budget. A subscriber that does not read so holds
 	// at most its budget of objects the cache may have let go of, and all of
 	// them together at most QueueBytes. Default 64 MiB.
 	QueueBytes int64
 	// InvalidationBytes bounds the invalidations and flushes queued for all
-	// subscribers together, not yet taken, each counted as eventBytes plus
+	// subscribers together, not yet written to their connections (queued,
+	// or taken and not released: TakeHeld), each counted as eventBytes plus
 	// its id and reason: one that would pass it disconnects the subscriber
 	// with the most of them queued, as one whose queue is full. An
 	// invalidation cannot be dropped, and QueueEvents bounds one
@@ -131,9 +133,12 @@ type Hub struct {
 	subs   map[string]*Subscriber
 	floors *floors
 	exp    expiries
-	queued int64 // bytes of the pushes in every subscriber's queue
+	// queued is the bytes of the pushes in every subscriber's queue, and
+	// of those taken and not released yet (TakeHeld), Unsubscribe or not.
+	queued int64
 	// pending is the bytes of the other events in every subscriber's
-	// queue, as Event.bytes counts them (InvalidationBytes).
+	// queue, as Event.bytes counts them (InvalidationBytes), and of those
+	// taken and not released yet.
 	pending int64
 	held    int64 // bytes of the ids every subscriber is tracked for (HeldBytes)
 	closed  bool
@@ -348,10 +353,10 @@ func (h *Hub) enqueueLocked(s *Subscriber, e Event) {
 		for h.pending+n > h.cfg.InvalidationBytes {
 			v := h.furthestBehindLocked()
 			if v == nil {
-				break // nothing queued: e alone is larger than the limit
+				break // no open subscriber holds any: what is left is not written yet, or e alone is larger than the limit
 			}
-			h.disconnectLocked(v, fmt.Sprintf("subscriber fell behind: %d bytes of invalidations queued, the most of any subscriber, when all of them held the limit of %d",
-				v.pending, h.cfg.InvalidationBytes))
+			h.disconnectLocked(v, fmt.Sprintf("subscriber fell behind: %d bytes of invalidations queued or not yet written, the most of any subscriber, when all of them held the limit of %d",
+				v.behind(), h.cfg.InvalidationBytes))
 			if v == s {
 				return
 			}
@@ -374,45 +379,65 @@ func (h *Hub) disconnectLocked(s *Subscriber, reason string) {
 }
 
 // furthestBehindLocked is the open subscriber with the most bytes of
-// events other than pushes queued; nil when none has any.
+// events other than pushes queued or not yet released (behind); nil when
+// none has any.
 func (h *Hub) furthestBehindLocked() *Subscriber {
 	var far *Subscriber
 	for _, s := range h.subs {
-		if !s.closed && s.pending > 0 && (far == nil || s.pending > far.pending) {
+		if !s.closed && s.behind() > 0 && (far == nil || s.behind() > far.behind()) {
 			far = s
 		}
 	}
 	return far
 }
 
-// Take removes and returns up to max queued events of s (nil when none).
+// behind is the bytes of events other than pushes s holds: queued, or
+// taken and not released yet. Called with the hub's lock.
+func (s *Subscriber) behind() int64 { return s.pending + s.takenOther }
+
+// Take removes and returns up to max queued events of s (nil when none),
+// no longer counted: TakeHeld released at once.
 func (h *Hub) Take(s *Subscriber, max int) []Event {
+	evs, release := h.TakeHeld(s, max)
+	release()
+	return evs
+}
+
+// TakeHeld removes and returns up to max queued events of s (nil when
+// none), which count against the subscriber's budget, QueueBytes and
+// InvalidationBytes as queued events do until release is called: when
+// the events are no longer in memory (the message carrying them was
+// written to the connection). A message taken from the queue and waiting
+// for a client that does not read costs what a queued one does. release
+// may be called more than once, also after Unsubscribe.
+func (h *Hub) TakeHeld(s *Subscriber, max int) (events []Event, release func()) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	n := min(max, len(s.queue))
 	if n == 0 {
-		return nil
+		return nil, func() {}
 	}
 	out := make([]Event, n)
 	copy(out, s.queue)
 	var kinds [KindHeartbeat + 1]int // counted per kind, not per event: a label lookup each is dear
+	var pushes, other int64
 	for _, e := range out {
 		kinds[e.Kind]++
 		if e.Kind == KindPush {
-			sz := e.Object.Size()
-			s.queued -= sz
-			h.queued -= sz
+			pushes += e.Object.Size()
 		} else {
-			s.pending -= e.bytes()
-			h.pending -= e.bytes()
+			other += e.bytes()
 		}
 	}
+	s.queued -= pushes
+	s.takenPushes += pushes
+	s.pending -= other
+	s.takenOther += other
 	for k, c := range kinds {
 		if c > 0 {
 			h.m.events.WithLabelValues(s.label, Kind(k).String()).Add(float64(c))
 		}
 	}
-	h.m.queued.Set(float64(h.queued))
 	rest := copy(s.queue, s.queue[n:])
 	clear(s.queue[rest:])
 	s.queue = s.queue[:rest]
@@ -424,7 +449,20 @@ func (h *Hub) Take(s *Subscriber, max int) []Event {
 	if rest > 0 {
 		s.signal()
 	}
-	return out
+	released := false
+	return out, func() {
+		h.mu.Lock()
+		defer h.mu.Unlock()
+		if released {
+			return
+		}
+		released = true
+		s.takenPushes -= pushes
+		h.queued -= pushes
+		s.takenOther -= other
+		h.pending -= other
+		h.m.queued.Set(float64(h.queued))
+	}
 }
 
 // Heartbeat counts a heartbeat sent to s.

@@ -22,7 +22,8 @@ import (
 // expense of its own. nil from, a prediction of no job, goes to every
 // subscriber. Each subscriber with a budget is pushed those it does not
 // hold, newer than any change announced for them, while its queued pushes
-// stay within its budget and all queued pushes within Config.QueueBytes;
+// (and those taken and not released, see TakeHeld) stay within its budget
+// and all of them within Config.QueueBytes;
 // pushes never disconnect a subscriber (a busy queue drops them, counted).
 func (h *Hub) predicted(from []string, objs []*graph.Object, reason string) {
 	if len(objs) == 0 || h.pushing.Load() == 0 {
@@ -39,7 +40,7 @@ func (h *Hub) predicted(from []string, objs []*graph.Object, reason string) {
 				continue
 			}
 			sz := o.Size()
-			if s.queued+sz > s.budget || h.queued+sz > h.cfg.QueueBytes || len(s.queue) >= h.cfg.QueueEvents*3/4 {
+			if s.queued+s.takenPushes+sz > s.budget || h.queued+sz > h.cfg.QueueBytes || len(s.queue) >= h.cfg.QueueEvents*3/4 {
 				h.m.pushDropped.WithLabelValues(s.label).Inc()
 				continue
 			}

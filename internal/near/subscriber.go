@@ -53,6 +53,12 @@ type Subscriber struct {
 	reason    string
 	wake      chan struct{} // a token when the queue may have events
 	gone      chan struct{} // closed when the hub disconnected the subscriber
+
+	// takenPushes and takenOther are the bytes of the pushes and of the
+	// other events taken from queue and not released yet (Hub.TakeHeld):
+	// on their way to the client, still in the sidecar's memory, they
+	// count as queued ones do.
+	takenPushes, takenOther int64
 }
 
 // Wake is signalled when events may be queued.
