@@ -3,11 +3,13 @@ package server
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	dto "github.com/prometheus/client_model/go"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"google.golang.org/grpc"
@@ -82,12 +84,21 @@ func TestSubscribersThatNeverReadHoldAtMostTheQueueBytes(t *testing.T) {
 // labels.
 func sample(t *testing.T, reg prometheus.Gatherer, name string) float64 {
 	t.Helper()
+	return sampleWhere(t, reg, name, "", "")
+}
+
+// sampleWhere is sample of the series whose label is value; "" = all.
+func sampleWhere(t *testing.T, reg prometheus.Gatherer, name, label, value string) float64 {
+	t.Helper()
 	fams, err := reg.Gather()
 	require.NoError(t, err)
 	var v float64
 	for _, f := range fams {
-		if f.GetName() == name {
-			for _, m := range f.GetMetric() {
+		if f.GetName() != name {
+			continue
+		}
+		for _, m := range f.GetMetric() {
+			if label == "" || slices.ContainsFunc(m.GetLabel(), func(l *dto.LabelPair) bool { return l.GetName() == label && l.GetValue() == value }) {
 				v += m.GetGauge().GetValue() + m.GetCounter().GetValue()
 			}
 		}
@@ -144,4 +155,45 @@ func TestSubscribersBeyondTheLimitAreRefused(t *testing.T) {
 	ctx, cancel = context.WithCancel(context.Background())
 	defer cancel()
 	assert.Eventually(t, func() bool { return third() == nil }, 10*time.Second, 10*time.Millisecond, "room once the first has gone")
+}
+
+// TestNearMessagesAClientDoesNotReadStayCounted: a near-cache subscriber
+// that never reads is pushed a hundred objects of 4 KiB, more than its
+// stream's flow-control window. The message carrying them is taken from
+// its queue and waits in gRPC, written only as far as the window lets it:
+// its objects are in the sidecar's memory still, and count against the
+// subscriber's budget and the hub's QueueBytes (lookahead_near_queued_bytes)
+// until gRPC has written them. They stopped counting once taken, so a
+// subscriber could hold, besides its budget of queued pushes, as much
+// again taken, and all of them together more than QueueBytes.
+func TestNearMessagesAClientDoesNotReadStayCounted(t *testing.T) {
+	const kids = 100
+	root := &graph.Object{ID: "r", Version: 1, Type: "Root"}
+	objs := []*graph.Object{root}
+	var pushed int64
+	for i := range kids {
+		kid := &graph.Object{ID: fmt.Sprintf("r.%d", i), Version: 1, Type: "Kid", Payload: make([]byte, 4<<10)}
+		root.Refs = append(root.Refs, graph.Ref{Field: "kid", ID: kid.ID})
+		objs = append(objs, kid)
+		pushed += kid.Size()
+	}
+	r := newRig(t, objs, rigOptions{engine: prefetch.Config{Mode: prefetch.ModeStatic}, planner: prefetch.Static{Depth: 1}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	slow := lookaheadv1.NewSidecarServiceClient(r.dial(grpc.WithInitialWindowSize(64<<10), grpc.WithInitialConnWindowSize(64<<10)))
+	s, err := slow.Subscribe(ctx, &lookaheadv1.SubscribeRequest{BudgetBytes: 1 << 62, ClientName: "never reads"})
+	require.NoError(t, err)
+	hello, err := s.Recv() // the hello, then nothing
+	require.NoError(t, err)
+	as := metadata.AppendToOutgoingContext(ctx, SubscriberHeader, hello.GetEvents()[0].GetHello().GetSubscriberId())
+	_, err = r.client.BatchGet(as, &lookaheadv1.BatchGetRequest{Ids: []string{root.ID}}) // what is below is pushed to it
+	require.NoError(t, err)
+	require.Eventually(t, func() bool { return sampleWhere(t, r.reg, "lookahead_near_events_total", "kind", "push") == kids },
+		20*time.Second, 5*time.Millisecond, "every child pushed and taken from the queue")
+
+	// What the window let out may have been written, and given back: the
+	// rest is counted.
+	assert.GreaterOrEqual(t, sample(t, r.reg, "lookahead_near_queued_bytes"), float64(pushed-64<<10),
+		"taken and not written, %d bytes pushed", pushed)
+	assert.LessOrEqual(t, sample(t, r.reg, "lookahead_near_queued_bytes"), float64(pushed))
 }

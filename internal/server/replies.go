@@ -39,7 +39,9 @@ import (
 // error. A connection that closes with replies still queued is the one
 // case where gRPC lets go of buffers without freeing them (grpc-go 1.85:
 // the loopy writer exits, its streams' queues are dropped): the garbage
-// collector gives their budget back then (runtime.AddCleanup).
+// collector gives their budget back then (runtime.AddCleanup). A Subscribe
+// message registers the same way (sendHeld), its release the near hub's
+// count of the events it carries rather than a share of the budget.
 
 var (
 	batchResults = graphpb.FieldNumber(&lookaheadv1.BatchGetResponse{}, "results")

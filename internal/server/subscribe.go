@@ -3,10 +3,12 @@ package server
 import (
 	"context"
 	"math"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -126,12 +128,17 @@ func (s *Server) Subscribe(req *lookaheadv1.SubscribeRequest, stream lookaheadv1
 		case <-sub.Gone():
 			return status.Error(codes.ResourceExhausted, sub.Reason()+": flush the near cache and subscribe again")
 		case <-sub.Wake():
-			for evs := s.near.Take(sub, eventsPerMessage); len(evs) > 0; evs = s.near.Take(sub, eventsPerMessage) {
+			for {
+				evs, release := s.near.TakeHeld(sub, eventsPerMessage)
+				if len(evs) == 0 {
+					break
+				}
 				msg, err := nearMessage(evs)
 				if err != nil {
+					release()
 					return err
 				}
-				if err := stream.Send(msg); err != nil {
+				if err := s.sendHeld(stream, msg, release); err != nil {
 					return err
 				}
 				sent = true
@@ -147,4 +154,29 @@ func (s *Server) Subscribe(req *lookaheadv1.SubscribeRequest, stream lookaheadv1
 			sent = false
 		}
 	}
+}
+
+// sendHeld sends msg, a message of events taken from a subscriber's queue
+// (near.Hub.TakeHeld), whose bytes the hub counts until release: as a
+// reply is (replies.go), it is handed to gRPC as its encoded bytes, in a
+// buffer whose release gives the hub's count back once gRPC has written
+// it, or dropped it with its stream. A subscriber that does not read so
+// holds its taken messages against the hub's limits, as its queue.
+func (s *Server) sendHeld(stream grpc.ServerStream, msg *lookaheadv1.SubscribeResponse, release func()) error {
+	if !s.codec.Load() { // without Codec, gRPC's own copies the bytes now
+		err := stream.SendMsg(msg)
+		release()
+		return err
+	}
+	raw := msg.ProtoReflect().GetUnknown()
+	for n := 1 << 10; mem.IsBelowBufferPoolingThreshold(cap(raw)); n *= 2 {
+		raw = slices.Grow(raw, n) // a buffer gRPC pools, so that it calls Put (heldReply.buffers)
+	}
+	msg.ProtoReflect().SetUnknown(raw)
+	s.held.put(msg, newHeldReply(raw, release))
+	err := stream.SendMsg(msg)
+	if r, ok := s.held.take(msg); ok { // never handed to the codec
+		r.release.do()
+	}
+	return err
 }
