@@ -72,10 +72,9 @@ type Learned struct {
 	stats    map[edgeKey]*fieldStats  // guarded by mu
 	shows    map[fieldKey]*followShow // what each field's follows show, at every depth (fieldStats.shown); guarded by mu
 	offers   map[string]*childOffers  // child id → the lists offering it; guarded by mu
-	ring     []offerEntry             // offers in request order, for the horizon; guarded by mu
+	ring     fifo[offerEntry]         // offers in request order, for the horizon; guarded by mu
 	renewed  int                      // ring entries of renewed offers (renewsLocked); guarded by mu
 	directs  int                      // objects read as direct requests, not follows; guarded by mu
-	head     int                      // first live ring entry; guarded by mu
 	request  int                      // requests observed; guarded by mu
 	lists    map[listKey]*listRun     // lists being read: parent and field; guarded by mu
 	depth    map[string]readDepth     // depth at which recently read objects were read; guarded by mu

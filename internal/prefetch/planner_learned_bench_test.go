@@ -242,7 +242,7 @@ func BenchmarkLearnedLongListsMemory(b *testing.B) {
 			l.Read(objs, false, 0)
 		}
 		b.ReportMetric(float64(heap()-base)/(1<<20), "retained-MB")
-		b.ReportMetric(float64(len(l.ring)-l.head), "offers")
+		b.ReportMetric(float64(l.ring.len()), "offers")
 		runtime.KeepAlive(l)
 	}
 }

@@ -114,7 +114,7 @@ func TestLearnedOffersAreBoundedByCount(t *testing.T) {
 	const reads, refs = 400, offersPerList // 102,400 offers, within one horizon
 	for i := range reads {
 		l.Read([]*graph.Object{task(fmt.Sprint("t", i), refs)}, false, 0)
-		require.LessOrEqual(t, len(l.ring)-l.head, maxLiveOffers, "read %d", i)
+		require.LessOrEqual(t, l.ring.len(), maxLiveOffers, "read %d", i)
 	}
 	require.Less(t, reads, l.cfg.Horizon, "all within the horizon")
 	assert.LessOrEqual(t, len(l.offers), maxLiveOffers)

@@ -15,6 +15,7 @@ package prefetch
 type childOffers struct {
 	id              string
 	pending, passed []offer
+	one             [1]offer // pending's first array: most children are offered by one list
 }
 
 // offerEntry is one offer in the ring: of its child's record, made at
@@ -45,12 +46,8 @@ func (l *Learned) tidyLocked(c *childOffers) {
 // unless renewed: popOfferLocked), the depth of reads, open lists, and the
 // lists read from, and keeps each within maxLiveOffers.
 func (l *Learned) expireLocked() {
-	for l.head < len(l.ring) && l.request-l.ring[l.head].seq > l.cfg.Horizon {
+	for l.ring.len() > 0 && l.request-l.ring.front().seq > l.cfg.Horizon {
 		l.popOfferLocked(true)
-	}
-	if l.head > len(l.ring)/2 && l.head > 1024 { // compact
-		l.ring = append(l.ring[:0], l.ring[l.head:]...)
-		l.head = 0
 	}
 	for len(l.reads) > 0 && (l.request-l.reads[0].seq > l.cfg.Horizon || len(l.reads) > maxLiveOffers) {
 		// Forgotten unless read again since: a friend read in one friends
@@ -62,8 +59,8 @@ func (l *Learned) expireLocked() {
 		l.reads = l.reads[1:]
 	}
 	cut := l.request - l.cfg.Horizon - 1
-	if l.head < len(l.ring) {
-		cut = max(cut, l.ring[l.head].seq-1) // lists whose offers maxLiveOffers pushed out
+	if l.ring.len() > 0 {
+		cut = max(cut, l.ring.front().seq-1) // lists whose offers maxLiveOffers pushed out
 	}
 	l.open.expire(cut)
 	if l.request%l.cfg.Horizon == 0 || len(l.lists) > maxLiveOffers { // once per horizon, not on every request
@@ -105,9 +102,7 @@ const maxLiveOffers = 1 << 16
 // ones), it waits another (renewsLocked); a passed one was decided when
 // passed by.
 func (l *Learned) popOfferLocked(horizon bool) {
-	e := l.ring[l.head]
-	l.ring[l.head] = offerEntry{}
-	l.head++
+	e := l.ring.pop()
 	if e.renewed {
 		l.renewed--
 	}
@@ -118,7 +113,7 @@ func (l *Learned) popOfferLocked(horizon bool) {
 		of.due = l.request
 		of.renewals++
 		l.renewed++
-		l.ring = append(l.ring, offerEntry{child: c, seq: of.due, parent: of.parent, renewed: true})
+		l.ring.push(offerEntry{child: c, seq: of.due, parent: of.parent, renewed: true})
 	} else if of, ok := dropOffer(&c.pending, match); ok {
 		l.decideLocked(of, false)
 	} else {

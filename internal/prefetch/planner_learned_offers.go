@@ -53,12 +53,13 @@ func (l *Learned) offerLocked(o *graph.Object, depth int, root string, group *re
 // offers make room (see farthestLocked): none for a list just read, those
 // up to its furthest follow for the next refs of a list being read.
 func (l *Learned) offerRefLocked(list *openList, r *graph.Ref, pos, n int, back bool, from int) {
-	if len(l.ring)-l.head >= maxLiveOffers {
+	if l.ring.len() >= maxLiveOffers {
 		l.popOfferLocked(false) // before c is looked up: it may be the one popped
 	}
 	c := l.offers[r.ID]
 	if c == nil {
 		c = &childOffers{id: r.ID}
+		c.pending = c.one[:0]
 		l.offers[r.ID] = c
 	}
 	offers := c.pending
@@ -77,7 +78,7 @@ func (l *Learned) offerRefLocked(list *openList, r *graph.Ref, pos, n int, back 
 	k := edgeKey{min(list.depth, maxContextDepth), list.typ, r.Field}
 	c.pending = append(offers, offer{key: k, pos: pos, last: pos == n-1, back: back,
 		parent: list.id, list: list, idx: len(list.children), seq: l.request, due: l.request})
-	l.ring = append(l.ring, offerEntry{child: c, seq: l.request, parent: list.id})
+	l.ring.push(offerEntry{child: c, seq: l.request, parent: list.id})
 	list.children = append(list.children, r.ID)
 }
 
