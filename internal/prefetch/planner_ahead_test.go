@@ -87,9 +87,10 @@ func TestLearnedAheadConvertsReadsToLevelsThroughTheFanOut(t *testing.T) {
 	assert.Equal(t, 2, levels, "4 + 16 reads cover 20")
 }
 
-// The least chance fetched within the levels ahead is the break-even of a
-// fetch that saves a round trip when read, Cost ÷ rtt, between MinChance
-// and Threshold; with no round trip measured nothing is ahead.
+// The least chance fetched within the levels ahead is twice the
+// break-even of a fetch that saves a round trip when read (paysBack × Cost
+// ÷ rtt), between MinChance and Threshold; with no round trip measured
+// nothing is ahead.
 func TestLearnedAheadThreshold(t *testing.T) {
 	l := NewLearned(LearnedConfig{Cost: 15 * time.Microsecond})
 	for _, tt := range []struct {
@@ -97,8 +98,8 @@ func TestLearnedAheadThreshold(t *testing.T) {
 		want float64
 	}{
 		{2 * time.Millisecond, 1.0 / 8}, // MinChance: 15µs is 0.0075 of it
-		{60 * time.Microsecond, 0.25},   // a fast origin: a prefetch must be likelier to pay
-		{20 * time.Microsecond, 0.5},    // never above Threshold
+		{120 * time.Microsecond, 0.25},  // a fast origin: a prefetch must be likelier to pay
+		{40 * time.Microsecond, 0.5},    // never above Threshold
 		{0, 0.5},                        // nothing measured
 	} {
 		levels, got := l.Ahead(tt.rtt)
@@ -111,8 +112,9 @@ func TestLearnedAheadThreshold(t *testing.T) {
 
 // A fetch costs its bytes too: once the application reads objects of 128
 // KiB, each costs about 1.3ms at CostPerKiB's 10µs, so a round trip of 2ms
-// needs a chance of 2/3 capped at Threshold, where small objects need only
-// MinChance; 5ms needs about 1/4, more than a branch taken one time in six.
+// needs a chance of 4/3 capped at Threshold, where small objects need only
+// MinChance; 7.2ms (W7's at 5 ms one way) needs about 0.36, twice a
+// branch taken one time in six, whose break-even it nears (0.18).
 func TestLearnedAheadThresholdGrowsWithTheObjectsRead(t *testing.T) {
 	l := NewLearned(LearnedConfig{Cost: 15 * time.Microsecond})
 	read := func(payload int) {
@@ -126,8 +128,8 @@ func TestLearnedAheadThresholdGrowsWithTheObjectsRead(t *testing.T) {
 	read(128 << 10)
 	_, large := l.Ahead(2 * time.Millisecond)
 	assert.InDelta(t, 0.5, large, 1e-9, "large objects at 2ms: Threshold")
-	_, slow := l.Ahead(5 * time.Millisecond)
-	assert.Greater(t, slow, 1.0/6, "large objects at 5ms: a one-in-six branch is not worth its bytes")
+	_, slow := l.Ahead(7200 * time.Microsecond)
+	assert.Greater(t, slow, 2.0/6, "large objects at 7.2ms: a one-in-six branch is not worth its bytes, even at twice its chance")
 	assert.Less(t, slow, 0.5)
 	read(100)
 	_, back := l.Ahead(2 * time.Millisecond)

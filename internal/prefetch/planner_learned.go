@@ -29,7 +29,8 @@ import (
 // the object it just read; Ahead takes the levels of two round trips' reads,
 // since a fetch must start a round trip before its object is due and the
 // one before it is still on its way. An object within them that is not on
-// its way now will be waited for, so it is fetched when p reaches Cost ÷ rtt,
+// its way now will be waited for, so it is fetched when p reaches twice
+// Cost ÷ rtt (paysBack: the chance is an estimate),
 // but not below MinChance (the bound on what wrong estimates waste); an
 // object further down is not due before the application comes nearer, when
 // its chance is known better (the branch taken), and is fetched now only

@@ -26,12 +26,13 @@ type LearnedConfig struct {
 	Prior float64
 	// Cost is what one object fetched speculatively costs, read or not:
 	// origin work, sidecar CPU and bytes, as time. Within the distance the
-	// application reads in one round trip (Ahead), a fetch pays when its
-	// chance times the round trip it saves exceeds Cost. Default 15µs: the
-	// sidecar's 9.3µs and the origin's 4.3µs of CPU per cold object
-	// measured when it was set (docs/benchmark-history.md), and bytes (the sidecar's
-	// is about 4µs since; at round trips above Cost ÷ MinChance, 0.12ms,
-	// MinChance decides anyway).
+	// application reads in one round trip (Ahead), a fetch is made when its
+	// chance times the round trip it saves is at least twice Cost
+	// (paysBack). Default 15µs: the sidecar's 9.3µs and the origin's 4.3µs
+	// of CPU per cold object measured when it was set
+	// (docs/benchmark-history.md), and bytes (the sidecar's is about 4µs
+	// since; at round trips above 2 × Cost ÷ MinChance, 0.24ms, MinChance
+	// decides anyway).
 	Cost time.Duration
 	// CostPerKiB is what each KiB of an object fetched speculatively adds
 	// to Cost: the time its bytes take through the origin, the network
@@ -41,8 +42,8 @@ type LearnedConfig struct {
 	// loopback of the W7 benchmark measured 101–432 MiB/s on this machine
 	// under load. It matters for large objects only: 128 KiB ones cost
 	// 1.3ms each, more than a round trip at 0 and 1 ms, so a branch taken
-	// one time in six is not fetched there, where an object of 100 bytes
-	// adds 1µs.
+	// one time in six is not fetched there, nor, with paysBack, at a
+	// round trip of 7 ms, where an object of 100 bytes adds 1µs.
 	CostPerKiB time.Duration
 	// MinChance is the least chance ever fetched, however cheap a fetch is
 	// against the round trip: the bound on what wrong estimates can waste,

@@ -9,10 +9,10 @@ import (
 
 // Ahead implements Chooser: the levels holding the reads the application
 // makes in two round trips (pace), and the least chance worth a fetch
-// within them: the cost of fetching an object of the size the application
-// reads (cost) ÷ rtt, the break-even of a fetch that, if read, saves
-// the application one round trip, but never below MinChance nor above
-// Threshold. Two round trips: a level is fetched once a read's job finds it
+// within them: paysBack times the cost of fetching an object of the size
+// the application reads (cost) ÷ rtt, where a fetch that saves the
+// application one round trip when read pays back its cost paysBack times
+// over, but never below MinChance nor above Threshold. Two round trips: a level is fetched once a read's job finds it
 // within reach, and must then still be a round trip's reads away when its
 // fetch starts, since the one before it is still on its way (one Expand of
 // the levels ahead at a time). Beyond those levels Threshold applies: there
@@ -25,7 +25,7 @@ func (l *Learned) Ahead(rtt time.Duration) (levels int, threshold float64) {
 	l.mu.RLock()
 	reads, fanOut, size := l.pace.distance(rtt), l.pace.fanOut(), l.pace.size
 	l.mu.RUnlock()
-	threshold = min(max(l.cost(size)/float64(rtt), l.cfg.MinChance), l.cfg.Threshold)
+	threshold = min(max(paysBack*l.cost(size)/float64(rtt), l.cfg.MinChance), l.cfg.Threshold)
 	return levelsFor(2*reads, fanOut, l.cfg.MaxDepth), threshold
 }
 
@@ -35,6 +35,20 @@ func (l *Learned) Distance(rtt time.Duration) int {
 	defer l.mu.RUnlock()
 	return l.pace.distance(rtt)
 }
+
+// paysBack is how many times over a fetch must be expected to pay back
+// its cost (Ahead): twice, so that it still pays when its chance was
+// overestimated by half. A chance is an estimate from the lists read so
+// far, and a fetch at break-even gains nothing on average and adds an
+// origin round trip each time it is not read: W7's large payloads at 5 ms
+// (128 KiB objects, a round trip of 7.2 ms for one of them, so a break-even
+// of 0.18) fetched the first child of each object read, one in six of which
+// is read, in 73 to 74 origin round trips where no prefetching makes 64,
+// and in 65 with the margin (docs/benchmark-history.md, "Fifteenth
+// session"). Objects of a few hundred bytes are not concerned: their cost
+// is 15µs, and at round trips above 0.24 ms MinChance is above twice their
+// break-even.
+const paysBack = 2
 
 // cost is what fetching one object of size bytes speculatively costs, in
 // ns: Cost, and CostPerKiB for each KiB.
