@@ -4,10 +4,11 @@
 // An Origin serves its objects the way origin.proto says (BatchGet, Expand,
 // Watch, Put, Delete and grpc.health) until a test calls Misbehave; then it
 // sends what a buggy or compromised origin might: errors, replies that leave
-// ids out, Expand streams that never end, say nothing or number their
-// levels wrongly, objects with a million refs, versions older than it
-// announced, Watch revisions that go backwards, SERVING health while every
-// read fails, slow or hung replies, and reset connections:
+// ids out, Expand streams that never end, say nothing, send objects nobody
+// asked for or number their levels wrongly, objects with a million refs,
+// versions older than it announced, Watch revisions that go backwards,
+// SERVING health while every read fails, slow or hung replies, and reset
+// connections:
 //
 //	o := origintest.New(objs...)
 //	cc := o.Start(t) // or addr := o.StartTCP(t) for a real sidecar binary
@@ -66,6 +67,11 @@ type Misbehaviour struct {
 	// with nothing to say may send one; math.MaxInt never gets past the
 	// roots, and says nothing until the caller goes away.
 	Empty int
+	// Unrequested is how many messages an Expand sends after each level
+	// (of that level's number), each of one object no ref leads to, which
+	// nobody asked for: math.MaxInt never gets past the roots, and sends
+	// such objects until the caller goes away.
+	Unrequested int
 	// Generate makes the object of an id that is not stored, for BatchGet
 	// and Expand; nil = such ids are missing. See Endless.
 	Generate func(id string) *graph.Object
@@ -323,6 +329,12 @@ func (o *Origin) Expand(req *lookaheadv1.ExpandRequest, stream grpc.ServerStream
 		msg := &lookaheadv1.ExpandResponse{Level: level, Objects: graphpb.ToProtos(t.Resolve(found)), MissingIds: missing}
 		if err := stream.Send(msg); err != nil {
 			return err
+		}
+		for i := range bad.Unrequested {
+			u := &lookaheadv1.Object{Id: "unrequested/" + strconv.FormatUint(uint64(n), 10) + "/" + strconv.Itoa(i), Version: 1}
+			if err := stream.Send(&lookaheadv1.ExpandResponse{Level: level, Objects: []*lookaheadv1.Object{u}}); err != nil {
+				return err
+			}
 		}
 	}
 	return nil
