@@ -19,13 +19,17 @@ const (
 	// MalformedEmpty: an Expand message with neither objects nor missing
 	// ids, past one for each level the request allows.
 	MalformedEmpty = "empty"
+	// MalformedFlood: an Expand stream asked for no max_objects whose
+	// answers that could not be used (unrequested, duplicates, conflicts,
+	// invalid ids) outnumbered those that could.
+	MalformedFlood = "flood"
 )
 
 // MalformedProblems lists every problem label value.
 var MalformedProblems = []string{
 	MalformedDuplicate, MalformedUnrequested, MalformedInvalidID, MalformedInvalidRef,
 	MalformedOversized, MalformedConflict, MalformedUnanswered, MalformedRevision, MalformedBeyondBudget,
-	MalformedEmpty,
+	MalformedEmpty, MalformedFlood,
 }
 
 // newResilience creates and registers the origin client's retry, breaker

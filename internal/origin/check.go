@@ -129,13 +129,32 @@ func (c *Client) checkMissing(ids []string, asked map[string]answer) (missing []
 // depth+1 of them, and the one past that cuts it. Every other message
 // answers at least one id, so a stream sends at most max_objects + depth + 1
 // messages.
+//
+// Without max_objects, what the origin may send is whatever the graph
+// holds below the roots within the depth; what it sends besides, answers
+// that cannot be used (unrequested, duplicates, conflicts, invalid ids),
+// is bounded by what it sends that can be: once those outnumber these, at
+// the end of a message, the stream is cut (problem=flood). So it costs at
+// most twice what the request allows, and one message. An origin that
+// keeps to the contract sends none unless the request names known ids: the
+// origin walks its own copies of those, whose refs may have changed since
+// the caller's (within --ttl, or before Watch said so), and what it finds
+// below them the check cannot tell from what nobody asked for. With known
+// ids the sidecar therefore stops reading instead (docs/origin.md: it may
+// end a stream), without counting the stop as a fault.
 type expandCheck struct {
 	c       *Client
 	fields  map[string]bool // nil = all
 	depth   int             // refs of objects at this level or below are never followed
 	limit   int             // answers the stream may send; 0 = no cap
 	answers int             // objects and missing ids received so far
+	used    int             // of answers, those handed on: asked for, once, valid
 	empty   int             // messages received with neither objects nor missing ids
+	known   bool            // the request named known ids
+	// stop is set when, without a limit, a stream with known ids sent more
+	// answers that cannot be used than answers that can: the message
+	// next returned is the last one read.
+	stop bool
 	// ids holds every id that may come, roots and refs of accepted objects,
 	// unanswered until it comes, and then what came; an id it does not
 	// hold may not come.
@@ -144,7 +163,7 @@ type expandCheck struct {
 
 func (c *Client) newExpandCheck(roots []string, known []*graph.Object, b graph.Budget) *expandCheck {
 	n := b.SizeHint(len(roots) + len(known))
-	x := &expandCheck{c: c, ids: make(map[string]answer, n), depth: b.Depth, limit: b.MaxObjects}
+	x := &expandCheck{c: c, ids: make(map[string]answer, n), depth: b.Depth, limit: b.MaxObjects, known: len(known) > 0}
 	for _, r := range roots {
 		x.ids[r] = unanswered
 	}
@@ -228,7 +247,27 @@ func (x *expandCheck) next(m *expandReply) (objs []*graph.Object, missing []stri
 			missing = append(missing, id)
 		}
 	}
+	if err := x.unusable(len(objs) + len(missing)); err != nil {
+		return nil, nil, err
+	}
 	return objs, missing, nil
+}
+
+// unusable counts used, the answers of the message just checked that are
+// handed on, and bounds, for a stream without a limit, the answers that
+// cannot be used by those that can (see expandCheck).
+func (x *expandCheck) unusable(used int) error {
+	x.used += used
+	if x.limit > 0 || x.answers-x.used <= x.used {
+		return nil
+	}
+	if x.known {
+		x.stop = true
+		return nil
+	}
+	x.c.malformed(metrics.MalformedFlood)
+	return fmt.Errorf("%w: expand stream without max_objects answered %d ids of which %d could not be used (unrequested, duplicates, conflicts, invalid ids), more than the %d that could",
+		ErrMalformedReply, x.answers, x.answers-x.used, x.used)
 }
 
 func plural(n int, one, many string) string {

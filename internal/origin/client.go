@@ -242,7 +242,9 @@ func (c *Client) BatchGet(ctx context.Context, ids []string) (found []*graph.Obj
 // An origin that does not implement Expand yields an error matching
 // errors.ErrUnsupported. Objects are never handed over twice, and only
 // objects reachable from roots (through b.Fields) are handed over; objects
-// that cannot be cached end the call with ErrMalformedReply. A stream that
+// that cannot be cached end the call with ErrMalformedReply, as does a
+// stream past its budget (see expandCheck; with known objects and no
+// max_objects the call ends early instead, without an error). A stream that
 // fails UNAVAILABLE before its first message is retried; once fn has seen a
 // level it is not.
 func (c *Client) Expand(ctx context.Context, roots []string, known []*graph.Object, b graph.Budget, fn func(level int, objs []*graph.Object, missing []string) error) error {
@@ -304,6 +306,9 @@ func (c *Client) expand(ctx context.Context, roots []string, known []*graph.Obje
 				return nil // the caller has all it asked for: a success
 			}
 			return err
+		}
+		if chk.stop {
+			return nil // what is left cannot be told from noise (see expandCheck): what came stands
 		}
 	}
 }

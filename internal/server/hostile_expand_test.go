@@ -53,6 +53,17 @@ func TestExpandFloodIsCutAtMaxObjects(t *testing.T) {
 	assert.Equal(t, 2, n)
 }
 
+// twoTrees is a hostile rig on an origin holding r → r/0, ok → ok/0 and x,
+// misbehaving as bad.
+func twoTrees(t *testing.T, bad origintest.Misbehaviour) (*origintest.Origin, *hostileRig) {
+	o := origintest.New(&graph.Object{ID: "r", Version: 1, Refs: []graph.Ref{{Field: "child", ID: "r/0"}}},
+		&graph.Object{ID: "r/0", Version: 1},
+		&graph.Object{ID: "ok", Version: 1, Refs: []graph.Ref{{Field: "child", ID: "ok/0"}}},
+		&graph.Object{ID: "ok/0", Version: 1}, &graph.Object{ID: "x", Version: 1})
+	o.Misbehave(bad)
+	return o, newHostileRig(t, o, origin.Config{})
+}
+
 // TestExpandOfEmptyMessagesIsCut: an origin answers a GetGraph's Expand
 // with messages that hold neither objects nor missing ids, without end.
 // None adds to the ids answered, so max_objects never cuts the stream, and
@@ -62,12 +73,7 @@ func TestExpandFloodIsCutAtMaxObjects(t *testing.T) {
 // naming the problem, and the sidecar goes on serving well-formed
 // requests. An origin that sends one per level is served.
 func TestExpandOfEmptyMessagesIsCut(t *testing.T) {
-	o := origintest.New(&graph.Object{ID: "r", Version: 1, Refs: []graph.Ref{{Field: "child", ID: "r/0"}}},
-		&graph.Object{ID: "r/0", Version: 1},
-		&graph.Object{ID: "ok", Version: 1, Refs: []graph.Ref{{Field: "child", ID: "ok/0"}}},
-		&graph.Object{ID: "ok/0", Version: 1}, &graph.Object{ID: "x", Version: 1})
-	o.Misbehave(origintest.Misbehaviour{Empty: math.MaxInt})
-	r := newHostileRig(t, o, origin.Config{})
+	o, r := twoTrees(t, origintest.Misbehaviour{Empty: math.MaxInt})
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 
@@ -91,4 +97,45 @@ func TestExpandOfEmptyMessagesIsCut(t *testing.T) {
 	assert.Equal(t, 2, n)
 	assert.Equal(t, 2, o.Calls("Expand"))
 	assert.Equal(t, 1.0, testutil.ToFloat64(r.m.OriginMalformed.WithLabelValues(metrics.MalformedEmpty)))
+}
+
+// TestExpandWithoutMaxObjectsFloodIsCut: an origin answers an Expand that
+// sets no max_objects (what a prefetch runs with --prefetch-max-objects 0,
+// or a hint of max_objects 0, while the prefetch tier's cap is unknown)
+// with its root, then, without end, messages of objects nobody asked for.
+// Each is dropped and counted, but with no max_objects nothing bounded how
+// many came, and the root's child is still awaited: the sidecar received
+// and dropped them until --origin-timeout or the deadline. Once the
+// answers that cannot be used outnumber those that can, the stream is cut,
+// INTERNAL, naming the problem, counted as problem="flood"; the sidecar
+// goes on serving well-formed requests. An origin that sends as many such
+// objects as ones asked for is served (the objects dropped and counted).
+func TestExpandWithoutMaxObjectsFloodIsCut(t *testing.T) {
+	o, r := twoTrees(t, origintest.Misbehaviour{Unrequested: math.MaxInt})
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	flood := r.m.OriginMalformed.WithLabelValues(metrics.MalformedFlood)
+	unrequested := r.m.OriginMalformed.WithLabelValues(metrics.MalformedUnrequested)
+
+	x := r.f.NewExpansion([]string{"r"}, graph.Budget{Depth: 1}, true) // a prefetch's, without a cap
+	err := toStatus(x.Run(ctx))
+	require.Equal(t, codes.Internal, status.Code(err), "cut, not left to the deadline: %v", err)
+	assert.Contains(t, status.Convert(err).Message(),
+		"origin reply malformed: expand stream without max_objects answered 3 ids of which 2 could not be used (unrequested, duplicates, conflicts, invalid ids), more than the 1 that could")
+	assert.Equal(t, 1.0, testutil.ToFloat64(flood))
+	assert.Equal(t, 2.0, testutil.ToFloat64(unrequested))
+	require.Equal(t, 1, o.Calls("Expand"))
+
+	resp, err := r.get("x")
+	require.NoError(t, err, "other requests are served")
+	assert.Equal(t, "x", resp.GetObject().GetId())
+	o.Misbehave(origintest.Misbehaviour{Unrequested: 1})
+	x = r.f.NewExpansion([]string{"ok"}, graph.Budget{Depth: 1}, true)
+	require.NoError(t, x.Run(ctx), "one object nobody asked for per object asked for is dropped, not cut")
+	objs, rest := x.Delivered([]string{"ok", "ok/0"})
+	assert.Equal(t, []string{"ok", "ok/0"}, graph.IDs(objs))
+	assert.Empty(t, rest)
+	assert.Equal(t, 2, o.Calls("Expand"))
+	assert.Equal(t, 1.0, testutil.ToFloat64(flood))
+	assert.Equal(t, 3.0, testutil.ToFloat64(unrequested), "the one after the last level is never read: the walk had all it expected")
 }
