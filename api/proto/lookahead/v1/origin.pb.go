@@ -125,7 +125,8 @@ type ExpandRequest struct {
 	Roots []string `protobuf:"bytes,1,rep,name=roots,proto3" json:"roots,omitempty"`
 	// depth is the number of reference levels below the roots; 0 = roots only.
 	Depth uint32 `protobuf:"varint,2,opt,name=depth,proto3" json:"depth,omitempty"`
-	// max_objects caps the objects returned, roots included; 0 = no cap.
+	// max_objects caps the ids the walk visits, roots included (missing and
+	// known ids count too); 0 = the origin's own cap (Describe's max_objects).
 	MaxObjects uint32 `protobuf:"varint,3,opt,name=max_objects,json=maxObjects,proto3" json:"max_objects,omitempty"`
 	// fields restricts which ref fields are followed; empty = all.
 	Fields []string `protobuf:"bytes,4,rep,name=fields,proto3" json:"fields,omitempty"`
