@@ -1,11 +1,13 @@
 package prefetch
 
 // fifo is a first-in first-out queue in a ring buffer that doubles when
-// full: the learned planner's offers in request order, hundreds of
-// thousands an application's walk of friends of friends. A slice popped
-// from the front and appended at the back moved every live entry each time
-// it was compacted or outgrew its array, with the collector's write
-// barrier on each pointer: a tenth of the planner's time.
+// full: the learned planner's offers in request order, tens of thousands
+// at once on W5's friends of friends (at most maxLiveOffers), each pushed
+// once and popped once. A slice popped from the front and appended at the
+// back copied every live entry each time it was compacted or outgrew its
+// array, with the collector's write barrier on each pointer: about a tenth
+// of the time the learner spent offering refs. The buffer keeps its size
+// once grown, as the slice kept its array.
 type fifo[T any] struct {
 	buf  []T // len a power of two, or 0
 	head int // index of the first entry
