@@ -6,8 +6,9 @@ package prefetch
 // once and popped once. A slice popped from the front and appended at the
 // back copied every live entry each time it was compacted or outgrew its
 // array, with the collector's write barrier on each pointer: about a tenth
-// of the time the learner spent offering refs. The buffer keeps its size
-// once grown, as the slice kept its array.
+// of the learner's time in a profile of four friends-of-friends readers
+// (docs/benchmark-history.md, "Fifteenth session"). The buffer keeps its
+// size once grown, as the slice kept its array.
 type fifo[T any] struct {
 	buf  []T // len a power of two, or 0
 	head int // index of the first entry
