@@ -306,7 +306,7 @@ func (h *Hub) flushLocked(s *Subscriber, reason string) {
 	e := Event{Kind: KindFlush, Reason: reason}
 	clear(s.queue) // the objects of pushes superseded go with them
 	if cap(s.queue) > queueRoom {
-		s.queue = nil // nor does a long queue keep its room (see Take)
+		s.queue = nil // nor does a long queue keep its room (see TakeHeld)
 	}
 	s.queue = append(s.queue[:0], e)
 	s.pending, h.pending = e.bytes(), h.pending+e.bytes()

@@ -6,7 +6,7 @@ import "fmt"
 // bounds on both (Config.QueueEvents, QueueBytes and InvalidationBytes).
 
 // queueRoom is the room for events a subscriber's queue may keep however
-// little it holds (see Take).
+// little it holds (see TakeHeld).
 const queueRoom = 512
 
 // unqueueLocked forgets the events queued for s, which its queue is about
@@ -85,14 +85,6 @@ func (h *Hub) furthestBehindLocked() *Subscriber {
 // behind is the bytes of events other than pushes s holds: queued, or
 // taken and not released yet. Called with the hub's lock.
 func (s *Subscriber) behind() int64 { return s.pending + s.takenOther }
-
-// Take removes and returns up to max queued events of s (nil when none),
-// no longer counted: TakeHeld released at once.
-func (h *Hub) Take(s *Subscriber, max int) []Event {
-	evs, release := h.TakeHeld(s, max)
-	release()
-	return evs
-}
 
 // TakeHeld removes and returns up to max queued events of s (nil when
 // none), which count against the subscriber's budget, QueueBytes and
