@@ -61,7 +61,8 @@ type Config struct {
 	// subscriber's queue only: subscribers that never read would otherwise
 	// keep QueueEvents invalidations each, MaxSubscribers times over (a
 	// one-byte id held by 1024 of them and invalidated 65,535 times, which
-	// 66 Invalidate calls of 1000 ids do: 4.4 GiB). Default 64 MiB.
+	// 66 Invalidate calls of 1000 ids do: 67 million events of 64 bytes,
+	// 4 GiB of queues). Default 64 MiB.
 	InvalidationBytes int64
 	// MaxAge is the sidecar's TTL, 0 = none: the TTL after each origin
 	// fetch, the subscribers holding the fetched id are told to drop it,
