@@ -21,8 +21,8 @@ import (
 // of the eight kept its 20,000 (170 MB in all as counted here; a one-byte
 // id held by 1024 subscribers and invalidated 65,535 times, 67 million
 // events of 64 bytes, 4 GiB of queues): the subscribers furthest behind
-// are disconnected, as subscribers
-// that fell behind, and the one that reads is sent every invalidation.
+// are disconnected, as subscribers that fell behind, and the one that
+// reads is sent every invalidation.
 func TestInvalidationsForSubscribersThatDoNotReadAreBounded(t *testing.T) {
 	const limit = 64 << 20 // the default Config.InvalidationBytes
 	h := newHub(t, Config{})
